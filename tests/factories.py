@@ -1,0 +1,70 @@
+"""factory-boy factories for every model.
+
+``APIKeyFactory`` and ``UserGroupFactory`` keep the plain secret on the instance
+(``.key`` / ``.token``) since the database never has it.
+"""
+
+import factory
+
+from usergroups import crypto
+from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
+
+
+class WorkspaceFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Workspace
+        django_get_or_create = ("slug",)
+
+    slug = factory.Sequence(lambda n: f"workspace-{n}")
+    name = factory.LazyAttribute(lambda o: o.slug.title())
+
+
+class APIKeyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = APIKey
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    name = factory.Sequence(lambda n: f"key {n}")
+
+    @classmethod
+    def _create(cls, model_class, workspace, name="", **kwargs):
+        row, key = model_class.issue(
+            workspace, name=name, expires_at=kwargs.pop("expires_at", None)
+        )
+        if kwargs:
+            model_class.objects.filter(pk=row.pk).update(**kwargs)
+            row.refresh_from_db()
+        row.key = key
+        return row
+
+
+class UserGroupFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = UserGroup
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    provided_id = factory.Sequence(lambda n: f"customer-{n}")
+    name = factory.LazyAttribute(lambda o: f"Customer {o.provided_id}")
+    properties = factory.LazyFunction(lambda: {"region": "EU"})
+    token = factory.LazyFunction(crypto.new_group_token)
+
+    @classmethod
+    def _build(cls, model_class, *args, token, **kwargs):
+        group = model_class(*args, **kwargs)
+        group.set_token(token)
+        return group
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        group = cls._build(model_class, *args, **kwargs)
+        group.save(force_insert=True)
+        return group
+
+
+class SchemaMappingFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SchemaMapping
+
+    group = factory.SubFactory(UserGroupFactory)
+    schema_id = factory.Sequence(lambda n: f"schema-{n}")
+    data_source_id = factory.Sequence(lambda n: f"source-{n}")

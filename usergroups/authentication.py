@@ -1,0 +1,70 @@
+"""``Authorization: Token <API key>``: the credential of a workspace."""
+
+import hmac
+import logging
+
+from django.contrib.auth.models import AnonymousUser
+from django.views.decorators.debug import sensitive_variables
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+
+from . import crypto
+from .conf import usergroups_settings
+from .models import APIKey
+
+logger = logging.getLogger(__name__)
+
+KEYWORD = "Token"
+
+
+@sensitive_variables("key")
+def find_api_key(key: str) -> APIKey | None:
+    """The key's row, or None. Costs no query unless the key has the right shape."""
+    if not crypto.looks_like_api_key(key):
+        return None
+    try:
+        row = APIKey.objects.get(prefix=key[: crypto.KEY_LOOKUP_LENGTH])
+    except APIKey.DoesNotExist:
+        return None
+    if not hmac.compare_digest(row.digest, crypto.digest(key)):
+        return None
+    return row
+
+
+class APIKeyAuthentication(BaseAuthentication):
+    """Authenticates a workspace's API key; ``request.auth`` is the :class:`APIKey`.
+
+    Unlike DRF's TokenAuthentication, a header with another scheme is refused (401)
+    rather than passed over, and keys are looked up by prefix and digest, never stored.
+    """
+
+    @sensitive_variables("header", "parts")
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION")
+        if header is None:
+            return None
+        parts = header.split()
+        if len(parts) != 2 or parts[0].lower() != KEYWORD.lower():
+            raise AuthenticationFailed("Use the header 'Authorization: Token <API key>'.")
+        api_key = find_api_key(parts[1])
+        if api_key is None:
+            raise AuthenticationFailed("Invalid API key.")
+        if api_key.is_revoked:
+            logger.info("Refused revoked API key %s", api_key.prefix)
+            raise AuthenticationFailed("This API key has been revoked.")
+        if api_key.is_expired:
+            logger.info("Refused expired API key %s", api_key.prefix)
+            raise AuthenticationFailed("This API key has expired.")
+        api_key.touch(usergroups_settings.KEY_LAST_USED_INTERVAL_SECONDS)
+        return AnonymousUser(), api_key
+
+    def authenticate_header(self, request) -> str:
+        return KEYWORD
+
+
+class HasAPIKey(BasePermission):
+    """Lets a request in only when :class:`APIKeyAuthentication` accepted its key."""
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, APIKey)

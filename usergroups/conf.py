@@ -1,0 +1,40 @@
+"""The ``USERGROUPS`` setting, read through one object with documented defaults.
+
+Values are looked up on every access instead of being copied at import time, so
+``override_settings(USERGROUPS=...)`` takes effect at once, in tests and elsewhere.
+"""
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    # Seconds an old group token keeps resolving (never rotating) after a rotation.
+    "ROTATION_GRACE_SECONDS": 0,
+    # Largest request body accepted, in bytes; larger ones get 413.
+    "MAX_BODY_BYTES": 1024 * 1024,
+    # Largest ``properties`` object, in bytes of compact UTF-8 JSON.
+    "MAX_PROPERTIES_BYTES": 64 * 1024,
+    # Deepest nesting of ``properties`` (an empty object is depth 1).
+    "MAX_PROPERTIES_DEPTH": 32,
+    # Most schema ids one group may map.
+    "MAX_MAPPING_ENTRIES": 1000,
+    # ``last_used_at`` of an API key is written at most once in this many seconds.
+    "KEY_LAST_USED_INTERVAL_SECONDS": 60,
+    # Secret that seals group tokens at rest; None means SECRET_KEY (and SECRET_KEY_FALLBACKS).
+    "TOKEN_SECRET": None,
+    # Older token secrets still accepted for unsealing, like SECRET_KEY_FALLBACKS.
+    "TOKEN_SECRET_FALLBACKS": None,
+}
+
+
+class UserGroupsSettings:
+    """Attribute access to ``settings.USERGROUPS`` with :data:`DEFAULTS` filled in."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Unknown USERGROUPS setting: {name!r}")
+        return getattr(settings, "USERGROUPS", {}).get(name, DEFAULTS[name])
+
+
+usergroups_settings = UserGroupsSettings()

@@ -1,0 +1,95 @@
+"""How API keys and group tokens are made, stored and checked.
+
+Both are 256 random bits, URL-safe base64 behind a prefix (``ugk_`` / ``ugt_``), so a
+plain SHA-256 digest is enough to store them: nothing can be guessed or brute-forced
+from it, and unlike a password hasher it costs microseconds on the hot path.
+
+A group token must also be shown again on get-or-create, so next to its digest the
+database keeps the token *sealed*: XOR-ed with an HMAC keystream keyed by a server
+secret (``SECRET_KEY`` unless ``USERGROUPS["TOKEN_SECRET"]`` is set). The keystream is
+unique per token (it is keyed on the token's digest), and a copy of the database
+without the secret opens nothing. Fallback secrets open tokens sealed before a
+rotation of the secret; ``manage.py reseal_group_tokens`` reseals them with the new one.
+"""
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+
+from django.conf import settings
+from django.utils.crypto import salted_hmac
+
+from .conf import usergroups_settings
+
+KEY_PREFIX = "ugk_"
+TOKEN_PREFIX = "ugt_"
+RANDOM_BYTES = 32
+# The start of a key that identifies it in the database, in logs and in the admin.
+KEY_LOOKUP_LENGTH = len(KEY_PREFIX) + 8
+
+_KEY_SHAPE = re.compile(r"ugk_[A-Za-z0-9_-]{43}")
+_TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
+_SEAL_SALT = "usergroups.crypto.seal_token"
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=")
+
+
+def digest(secret: str) -> str:
+    """The SHA-256 hex digest under which a key or token is stored."""
+    return hashlib.sha256(secret.encode("ascii")).hexdigest()
+
+
+def looks_like_api_key(value: object) -> bool:
+    """Cheap shape check, so malformed keys never reach the database."""
+    return isinstance(value, str) and _KEY_SHAPE.fullmatch(value) is not None
+
+
+def looks_like_group_token(value: object) -> bool:
+    return isinstance(value, str) and _TOKEN_SHAPE.fullmatch(value) is not None
+
+
+def new_api_key() -> str:
+    return KEY_PREFIX + _b64(secrets.token_bytes(RANDOM_BYTES))
+
+
+def new_group_token() -> str:
+    return TOKEN_PREFIX + _b64(secrets.token_bytes(RANDOM_BYTES))
+
+
+def token_secrets() -> list[str]:
+    """The current sealing secret first, then the fallbacks still accepted."""
+    if usergroups_settings.TOKEN_SECRET:
+        return [
+            usergroups_settings.TOKEN_SECRET,
+            *(usergroups_settings.TOKEN_SECRET_FALLBACKS or []),
+        ]
+    return [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+
+
+def _xor_keystream(raw: bytes, token_digest: str, secret: str) -> bytes:
+    stream = salted_hmac(_SEAL_SALT, token_digest, secret=secret, algorithm="sha256").digest()
+    return bytes(a ^ b for a, b in zip(raw, stream, strict=True))
+
+
+def seal_token(token: str, token_digest: str) -> str:
+    """The token's random part, sealed with the current secret, for storage."""
+    raw = _unb64(token[len(TOKEN_PREFIX) :])
+    return _b64(_xor_keystream(raw, token_digest, token_secrets()[0]))
+
+
+def unseal_token(sealed: str, token_digest: str) -> str | None:
+    """The token again, or None when no configured secret opens it."""
+    raw_sealed = _unb64(sealed)
+    for secret in token_secrets():
+        token = TOKEN_PREFIX + _b64(_xor_keystream(raw_sealed, token_digest, secret))
+        if hmac.compare_digest(digest(token), token_digest):
+            return token
+    return None

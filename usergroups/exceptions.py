@@ -1,0 +1,67 @@
+"""Every failure of the API as ``{"success": 0, "error": {"code", "message", "fields"}}``."""
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+
+class RequestTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "request_too_large"
+
+
+class TokenUnavailable(exceptions.APIException):
+    """The group's token was sealed with a secret this server no longer has."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The token of this user group cannot be shown; rotate it."
+    default_code = "token_unavailable"
+
+
+def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
+    if isinstance(exc, exceptions.APIException):
+        return exc
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return exceptions.PermissionDenied()
+    if isinstance(exc, RequestDataTooBig):
+        return RequestTooLarge()
+    if isinstance(exc, SuspiciousOperation):  # e.g. too many query string fields
+        return exceptions.ParseError("The request could not be read.")
+    return None
+
+
+def _messages(detail: Any) -> list[str]:
+    if isinstance(detail, dict):
+        return [message for value in detail.values() for message in _messages(value)]
+    if isinstance(detail, list):
+        return [message for item in detail for message in _messages(item)]
+    return [str(detail)]
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Shape a failure as the contract's error body; None lets Django answer a real bug."""
+    api_exc = _as_api_exception(exc)
+    if api_exc is None:
+        return None
+    error: dict[str, Any] = {"code": api_exc.default_code}
+    if isinstance(api_exc, exceptions.ValidationError):
+        detail = api_exc.detail
+        if not isinstance(detail, dict):
+            detail = {"non_field_errors": detail}
+        error["message"] = "Invalid input."
+        error["fields"] = {name: _messages(value) for name, value in detail.items()}
+    else:
+        error["message"] = " ".join(_messages(api_exc.detail))
+    headers = {}
+    if getattr(api_exc, "auth_header", None):
+        headers["WWW-Authenticate"] = api_exc.auth_header
+    if getattr(api_exc, "wait", None):
+        headers["Retry-After"] = str(int(api_exc.wait) or 1)
+    return Response({"success": 0, "error": error}, status=api_exc.status_code, headers=headers)

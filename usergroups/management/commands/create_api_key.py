@@ -1,0 +1,51 @@
+"""``manage.py create_api_key``: the key is printed once, alone on stdout, for scripts."""
+
+from datetime import timedelta
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import validate_slug
+from django.db import transaction
+from django.utils import timezone
+
+from usergroups.models import APIKey, Workspace
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = "Create an API key (and its workspace if needed) and print the key, shown this once."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--workspace", default="default", help="Workspace slug (default: default)."
+        )
+        parser.add_argument("--name", default="", help="A label for the key.")
+        parser.add_argument(
+            "--expires-in-days", type=positive_int, default=None, help="Days until the key expires."
+        )
+
+    def handle(self, *args, workspace: str, name: str, expires_in_days: int | None, **options):
+        try:
+            validate_slug(workspace)
+        except ValidationError:
+            raise CommandError(
+                f"Invalid workspace slug {workspace!r}: use letters, digits, - and _."
+            )
+        if len(name) > 255:
+            raise CommandError("The name must be at most 255 characters.")
+        expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
+        with transaction.atomic():
+            space, created = Workspace.objects.get_or_create(slug=workspace)
+            row, key = APIKey.issue(space, name=name, expires_at=expires_at)
+        if created:
+            self.stderr.write(f"Created workspace {space.slug!r}.")
+        self.stderr.write(
+            f"Created API key {row.prefix}… in workspace {space.slug!r}. Store it now: it is not shown again."
+        )
+        self.stdout.write(key)

@@ -1,0 +1,151 @@
+"""Workspaces own API keys and user groups; user groups own schema mappings."""
+
+from datetime import timedelta
+
+from django.db import models
+from django.utils import timezone
+from django.utils.functional import cached_property
+
+from . import crypto
+from .fields import ExactCharField
+
+
+class Workspace(models.Model):
+    """The account that calls the API. Tenancy stops here: nothing crosses workspaces."""
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class APIKeyQuerySet(models.QuerySet["APIKey"]):
+    def usable(self) -> "APIKeyQuerySet":
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
+
+
+class APIKey(models.Model):
+    """A credential of a workspace. Only its digest is stored; the prefix names it."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=255, blank=True)
+    prefix = ExactCharField(max_length=crypto.KEY_LOOKUP_LENGTH, unique=True, editable=False)
+    digest = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = APIKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})" if self.name else f"{self.prefix}…"
+
+    @classmethod
+    def issue(cls, workspace: Workspace, name: str = "", expires_at=None) -> tuple["APIKey", str]:
+        """Create a key; returns the row and the key itself, which is never stored."""
+        key = crypto.new_api_key()
+        row = cls.objects.create(
+            workspace=workspace,
+            name=name,
+            prefix=key[: crypto.KEY_LOOKUP_LENGTH],
+            digest=crypto.digest(key),
+            expires_at=expires_at,
+        )
+        return row, key
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    def revoke(self) -> None:
+        """Revoke for good; revoking twice keeps the first time."""
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            APIKey.objects.filter(pk=self.pk, revoked_at__isnull=True).update(
+                revoked_at=self.revoked_at
+            )
+
+    def touch(self, interval_seconds: int) -> None:
+        """Record use, at most once per ``interval_seconds``, so reads stay write-free."""
+        now = timezone.now()
+        if self.last_used_at is None or now - self.last_used_at >= timedelta(
+            seconds=interval_seconds
+        ):
+            self.last_used_at = now
+            APIKey.objects.filter(pk=self.pk).update(last_used_at=now)
+
+
+class UserGroup(models.Model):
+    """A caller's customer. ``team_id`` is the internal id the API reports."""
+
+    team_id = models.BigAutoField(primary_key=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="user_groups")
+    provided_id = ExactCharField(max_length=255)
+    name = models.CharField(max_length=255)
+    properties = models.JSONField(null=True, blank=True)
+    token_digest = models.CharField(max_length=64, unique=True, editable=False)
+    token_sealed = models.CharField(max_length=64, editable=False)
+    # Kept only while ROTATION_GRACE_SECONDS lets an old token resolve.
+    previous_token_digest = models.CharField(
+        max_length=64, null=True, blank=True, db_index=True, editable=False
+    )
+    previous_token_valid_until = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+    token_rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "provided_id"], name="usergroups_unique_provided_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.provided_id})"
+
+    def set_token(self, token: str) -> None:
+        """Store ``token`` as its digest and its sealed form (nothing usable at rest)."""
+        self.token_digest = crypto.digest(token)
+        self.token_sealed = crypto.seal_token(token, self.token_digest)
+        self.__dict__["token"] = token
+
+    @cached_property
+    def token(self) -> str | None:
+        """The current token, unsealed with the server secret; None if no secret opens it."""
+        return crypto.unseal_token(self.token_sealed, self.token_digest)
+
+
+class SchemaMapping(models.Model):
+    """Which data source a group reads for one schema id."""
+
+    group = models.ForeignKey(UserGroup, on_delete=models.CASCADE, related_name="mappings")
+    schema_id = ExactCharField(max_length=255)
+    data_source_id = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["schema_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "schema_id"], name="usergroups_unique_schema")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schema_id} → {self.data_source_id}"

@@ -1,0 +1,152 @@
+"""Get-or-create and rotation: the two operations, race-safe on any number of processes.
+
+The admin and the API both go through here, so both get the same signals, logging
+and guarantees.
+"""
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+
+from . import crypto
+from .conf import usergroups_settings
+from .models import SchemaMapping, UserGroup
+from .signals import group_created, token_rotated
+
+logger = logging.getLogger(__name__)
+
+_GROUP_FIELDS = (
+    "team_id",
+    "workspace_id",
+    "provided_id",
+    "name",
+    "properties",
+    "token_digest",
+    "token_sealed",
+)
+
+
+def find_group(workspace_id: int, provided_id: str) -> UserGroup | None:
+    """The group with its ``mapping`` dict, in one query (a LEFT JOIN on the mappings)."""
+    queryset = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
+    rows = list(
+        queryset.values_list(*_GROUP_FIELDS, "mappings__schema_id", "mappings__data_source_id")
+    )
+    if not rows:
+        return None
+    count = len(_GROUP_FIELDS)
+    group = UserGroup.from_db(queryset.db, _GROUP_FIELDS, rows[0][:count])
+    group.mapping = {row[count]: row[count + 1] for row in rows if row[count] is not None}
+    return group
+
+
+def _find_group_locked(workspace_id: int, provided_id: str) -> UserGroup:
+    """Read the winner of a lost insert race with a locking read, which sees the latest
+    committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB)."""
+    with transaction.atomic():
+        group = UserGroup.objects.select_for_update().get(
+            workspace_id=workspace_id, provided_id=provided_id
+        )
+        group.mapping = dict(group.mappings.values_list("schema_id", "data_source_id"))
+    return group
+
+
+@sensitive_variables("token")
+def create_group(
+    workspace_id: int,
+    provided_id: str,
+    name: str,
+    mapping: dict[str, str],
+    properties: dict[str, Any] | None,
+) -> UserGroup:
+    """Insert a group and its mappings in one transaction; IntegrityError on a duplicate."""
+    token = crypto.new_group_token()
+    group = UserGroup(
+        workspace_id=workspace_id, provided_id=provided_id, name=name, properties=properties
+    )
+    group.set_token(token)
+    with transaction.atomic():
+        group.save(force_insert=True)
+        SchemaMapping.objects.bulk_create(
+            SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
+            for schema_id, source in mapping.items()
+        )
+        transaction.on_commit(lambda: group_created.send(sender=UserGroup, group=group))
+    group.mapping = dict(mapping)
+    logger.info("Created user group team_id=%s in workspace %s", group.team_id, workspace_id)
+    return group
+
+
+def get_or_create_group(
+    workspace_id: int,
+    provided_id: str,
+    name: str | None = None,
+    mapping: dict[str, str] | None = None,
+    properties: dict[str, Any] | None = None,
+) -> tuple[UserGroup, bool]:
+    """The group of ``provided_id``, created if it does not exist; ``(group, created)``.
+
+    A known group is returned as stored, whatever the other arguments say. Two callers
+    racing to create one id meet at the unique constraint: the loser reads the winner.
+    """
+    group = find_group(workspace_id, provided_id)
+    if group is not None:
+        return group, False
+    try:
+        return create_group(
+            workspace_id,
+            provided_id,
+            name if name is not None else provided_id,
+            mapping or {},
+            properties,
+        ), True
+    except IntegrityError:
+        return _find_group_locked(workspace_id, provided_id), False
+
+
+@sensitive_variables("current_token")
+def rotate_token(workspace_id: int, current_token: str) -> UserGroup | None:
+    """Give the group holding ``current_token`` a new token; None if no group holds it.
+
+    The update is a compare-and-swap on the old digest, so of any number of concurrent
+    rotations of one token exactly one wins. The returned group's ``token`` is the new one.
+    """
+    if not crypto.looks_like_group_token(current_token):
+        return None
+    old_digest = crypto.digest(current_token)
+    try:
+        group = UserGroup.objects.only("team_id", "workspace_id", "provided_id", "name").get(
+            workspace_id=workspace_id, token_digest=old_digest
+        )
+    except UserGroup.DoesNotExist:
+        return None
+    return _swap_token(group, old_digest)
+
+
+def rotate_group_token(group: UserGroup) -> UserGroup | None:
+    """Rotate the token ``group`` holds now (as loaded); None if it changed meanwhile."""
+    return _swap_token(group, group.token_digest)
+
+
+def _swap_token(group: UserGroup, old_digest: str) -> UserGroup | None:
+    group.set_token(crypto.new_group_token())
+    now = timezone.now()
+    grace = usergroups_settings.ROTATION_GRACE_SECONDS
+    won = UserGroup.objects.filter(pk=group.pk, token_digest=old_digest).update(
+        token_digest=group.token_digest,
+        token_sealed=group.token_sealed,
+        token_rotated_at=now,
+        updated_at=now,
+        previous_token_digest=old_digest if grace else None,
+        previous_token_valid_until=now + timedelta(seconds=grace) if grace else None,
+    )
+    if not won:
+        return None
+    group.token_rotated_at = now
+    transaction.on_commit(lambda: token_rotated.send(sender=UserGroup, group=group))
+    logger.info("Rotated the token of user group team_id=%s", group.pk)
+    return group

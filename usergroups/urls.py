@@ -1,0 +1,10 @@
+from django.urls import re_path
+
+from .views import UserGroupView
+
+app_name = "usergroups"
+
+urlpatterns = [
+    # With or without a trailing slash, never redirected.
+    re_path(r"^api/user/?$", UserGroupView.as_view(), name="user"),
+]

@@ -1,0 +1,111 @@
+"""The rules for group fields, in one place for the API and the admin.
+
+They raise Django's ``ValidationError``, which DRF serializers and Django forms both
+turn into field errors.
+"""
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from .conf import usergroups_settings
+
+MAX_ID_LENGTH = 255
+
+
+def check_text(value: str, max_length: int = MAX_ID_LENGTH, *, allow_empty: bool = False) -> str:
+    """A string the database can store as given: bounded, no NUL, no lone surrogate."""
+    if not isinstance(value, str):
+        raise ValidationError("Must be a string.", code="invalid")
+    if not value and not allow_empty:
+        raise ValidationError("Must not be empty.", code="blank")
+    if len(value) > max_length:
+        raise ValidationError(f"Must be at most {max_length} characters.", code="max_length")
+    _check_storable(value)
+    return value
+
+
+def _check_storable(text: str) -> None:
+    if "\x00" in text:
+        raise ValidationError("Must not contain NUL characters.", code="null_characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("Must be valid Unicode (no lone surrogates).", code="surrogates")
+
+
+def validate_mapping(value: Any) -> dict[str, str]:
+    """Schema id -> data source id; an integer data source id becomes its decimal string."""
+    if not isinstance(value, dict):
+        raise ValidationError("Must be an object of schema id to data source id.", code="invalid")
+    limit = usergroups_settings.MAX_MAPPING_ENTRIES
+    if len(value) > limit:
+        raise ValidationError(f"Must map at most {limit} schema ids.", code="max_length")
+    mapping = {}
+    for schema_id, source in value.items():
+        if isinstance(source, int) and not isinstance(source, bool):
+            source = str(source)
+        try:
+            check_text(schema_id)
+            check_text(source)
+        except ValidationError as exc:
+            raise ValidationError(
+                f"Schema ids and data source ids must be non-empty strings of at most "
+                f"{MAX_ID_LENGTH} characters without NUL ({exc.messages[0]})",
+                code="invalid",
+            )
+        mapping[schema_id] = source
+    return mapping
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of a JSON value: 0 for a scalar, 1 for a flat object or list.
+
+    Iterative, so a hostile value cannot exhaust the Python stack.
+    """
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node)
+    return deepest
+
+
+def _strings_in(value: Any):
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            yield from node.keys()
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def validate_properties(value: Any) -> dict[str, Any]:
+    """A JSON object within the size and depth limits, storable on every database."""
+    if not isinstance(value, dict):
+        raise ValidationError("Must be a JSON object.", code="invalid")
+    max_depth = usergroups_settings.MAX_PROPERTIES_DEPTH
+    if json_depth(value) > max_depth:
+        raise ValidationError(f"Must be nested at most {max_depth} deep.", code="too_deep")
+    for text in _strings_in(value):
+        _check_storable(text)
+    max_bytes = usergroups_settings.MAX_PROPERTIES_BYTES
+    try:
+        size = len(
+            json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        )
+    except ValueError:
+        raise ValidationError("Must not contain NaN or Infinity.", code="invalid")
+    if size > max_bytes:
+        raise ValidationError(f"Must be at most {max_bytes} bytes as JSON.", code="too_large")
+    return value

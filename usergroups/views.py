@@ -1,0 +1,89 @@
+"""``/api/user``: GET gets or creates a user group, POST rotates its token."""
+
+from typing import Any
+
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from . import services
+from .authentication import APIKeyAuthentication, HasAPIKey
+from .conf import usergroups_settings
+from .exceptions import exception_handler
+from .parsers import JSONObjectParser, loads_strict
+from .serializers import (
+    GetOrCreateRequestSerializer,
+    RotatedGroupSerializer,
+    RotateRequestSerializer,
+    UserGroupSerializer,
+)
+
+QUERY_FIELDS = ("user_group_id", "name")
+QUERY_JSON_FIELDS = ("mapping", "properties")
+
+
+class AlwaysJSON(DefaultContentNegotiation):
+    """The API answers JSON whatever ``Accept`` says, instead of 406."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def get_or_create_input(request: Request) -> dict[str, Any]:
+    """The body, or the query string for clients that cannot send a body with GET."""
+    if request.data or not request.query_params:
+        return request.data
+    params = request.query_params
+    data: dict[str, Any] = {name: params[name] for name in QUERY_FIELDS if name in params}
+    errors = {}
+    for name in QUERY_JSON_FIELDS:
+        if name in params:
+            try:
+                data[name] = loads_strict(params[name], usergroups_settings.MAX_PROPERTIES_DEPTH)
+            except ValueError as exc:
+                errors[name] = [f"Must be JSON text: {exc}"]
+    if errors:
+        raise ValidationError(errors)
+    return data
+
+
+class UserGroupView(APIView):
+    authentication_classes = [APIKeyAuthentication]
+    permission_classes = [HasAPIKey]
+    parser_classes = [JSONObjectParser]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = AlwaysJSON
+    throttle_classes: list = []
+    metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
+    http_method_names = ["get", "post"]
+
+    def get_exception_handler(self):
+        return exception_handler
+
+    def get(self, request: Request) -> Response:
+        serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        group, created = services.get_or_create_group(
+            request.auth.workspace_id,
+            data["user_group_id"],
+            name=data.get("name"),
+            mapping=data.get("mapping"),
+            properties=data.get("properties"),
+        )
+        return Response(
+            {"success": 1, "new_user_group": created, "user_group": UserGroupSerializer(group).data}
+        )
+
+    def post(self, request: Request) -> Response:
+        serializer = RotateRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        group = services.rotate_token(
+            request.auth.workspace_id, serializer.validated_data["current_token"]
+        )
+        if group is None:
+            raise NotFound("No user group of this workspace has this token.")
+        return Response({"success": 1, "user_group": RotatedGroupSerializer(group).data})
