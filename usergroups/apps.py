@@ -5,3 +5,6 @@ class UserGroupsConfig(AppConfig):
     name = "usergroups"
     verbose_name = "User groups"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)

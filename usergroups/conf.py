@@ -21,6 +21,10 @@ DEFAULTS: dict[str, Any] = {
     "MAX_MAPPING_ENTRIES": 1000,
     # ``last_used_at`` of an API key is written at most once in this many seconds.
     "KEY_LAST_USED_INTERVAL_SECONDS": 60,
+    # Requests per API key, as DRF writes rates ("100/minute"); None turns throttling off.
+    "THROTTLE_RATE": None,
+    # The Django cache that counts requests; shared (e.g. Redis) when several servers run.
+    "THROTTLE_CACHE": "default",
     # Secret that seals group tokens at rest; None means SECRET_KEY (and SECRET_KEY_FALLBACKS).
     "TOKEN_SECRET": None,
     # Older token secrets still accepted for unsealing, like SECRET_KEY_FALLBACKS.
@@ -34,7 +38,10 @@ class UserGroupsSettings:
     def __getattr__(self, name: str) -> Any:
         if name not in DEFAULTS:
             raise AttributeError(f"Unknown USERGROUPS setting: {name!r}")
-        return getattr(settings, "USERGROUPS", {}).get(name, DEFAULTS[name])
+        options = getattr(settings, "USERGROUPS", {})
+        if not isinstance(options, dict):  # reported by check usergroups.E002
+            return DEFAULTS[name]
+        return options.get(name, DEFAULTS[name])
 
 
 usergroups_settings = UserGroupsSettings()

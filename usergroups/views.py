@@ -20,6 +20,7 @@ from .serializers import (
     RotateRequestSerializer,
     UserGroupSerializer,
 )
+from .throttling import APIKeyRateThrottle
 
 QUERY_FIELDS = ("user_group_id", "name")
 QUERY_JSON_FIELDS = ("mapping", "properties")
@@ -56,12 +57,14 @@ class UserGroupView(APIView):
     parser_classes = [JSONObjectParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
-    throttle_classes: list = []
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
     http_method_names = ["get", "post"]
 
     def get_exception_handler(self):
         return exception_handler
+
+    def get_throttles(self):
+        return [APIKeyRateThrottle()] if usergroups_settings.THROTTLE_RATE else []
 
     def get(self, request: Request) -> Response:
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))

@@ -1,0 +1,125 @@
+"""System checks, run as Django runs them: ``run_checks()`` under ``override_settings``."""
+
+import pytest
+from django.conf import settings
+from django.core.checks import run_checks
+from django.test import override_settings
+
+SQLITE_OK = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+
+
+def ids(**overrides) -> set[str]:
+    with override_settings(**overrides):
+        return {m.id for m in run_checks() if m.id.startswith("usergroups.")}
+
+
+def sqlite(options):
+    return {"default": {**settings.DATABASES["default"], "OPTIONS": options}}
+
+
+def test_project_settings_pass():
+    assert ids() == set()
+
+
+def test_e001_rest_framework_missing():
+    apps = [app for app in settings.INSTALLED_APPS if app != "rest_framework"]
+    assert "usergroups.E001" in ids(INSTALLED_APPS=apps)
+
+
+@pytest.mark.parametrize("value", [{"MAX_BODY_BYTE": 1}, {"THROTLE_RATE": "1/s"}])
+def test_e002_unknown_setting(value):
+    assert ids(USERGROUPS=value) == {"usergroups.E002"}
+
+
+def test_e002_not_a_dict():
+    assert ids(USERGROUPS=["ROTATION_GRACE_SECONDS"]) == {"usergroups.E002"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"MAX_BODY_BYTES": 0},
+        {"ROTATION_GRACE_SECONDS": -1},
+        {"MAX_PROPERTIES_DEPTH": "32"},
+        {"KEY_LAST_USED_INTERVAL_SECONDS": True},
+    ],
+)
+def test_e003_bad_integer(value):
+    assert ids(USERGROUPS=value) == {"usergroups.E003"}
+
+
+def test_e004_short_secret_key():
+    assert "usergroups.E004" in ids(SECRET_KEY="too-short")
+
+
+def test_e004_short_token_secret_even_with_good_secret_key():
+    assert ids(USERGROUPS={"TOKEN_SECRET": "short"}) == {"usergroups.E004"}
+
+
+def test_e004_long_token_secret_passes():
+    assert ids(USERGROUPS={"TOKEN_SECRET": "t" * 50}) == set()
+
+
+@pytest.mark.parametrize("rate", ["fast", "10/fortnight", "0/minute", "x/minute", 10])
+def test_e005_bad_rate(rate):
+    assert ids(USERGROUPS={"THROTTLE_RATE": rate}) == {"usergroups.E005"}
+
+
+def test_e006_unknown_cache():
+    options = {"THROTTLE_RATE": "10/minute", "THROTTLE_CACHE": "nope"}
+    assert ids(USERGROUPS=options) == {"usergroups.E006"}
+
+
+def test_w002_throttling_on_per_process_cache():
+    assert ids(USERGROUPS={"THROTTLE_RATE": "10/minute"}) == {"usergroups.W002"}
+
+
+def test_throttling_on_shared_cache_passes():
+    caches = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache"}}
+    assert ids(CACHES=caches, USERGROUPS={"THROTTLE_RATE": "10/minute"}) == set()
+
+
+no_database_override_warning = pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+
+
+@no_database_override_warning
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"timeout": 20},
+        {"transaction_mode": "IMMEDIATE"},
+        {"transaction_mode": "DEFERRED", "timeout": 20},
+    ],
+)
+def test_w001_sqlite_not_ready_for_several_processes(options):
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        databases = {
+            "default": {
+                "ENGINE": "django.db.backends.sqlite3",
+                "NAME": ":memory:",
+                "OPTIONS": options,
+            }
+        }
+    else:
+        databases = sqlite(options)
+    assert ids(DATABASES=databases) == {"usergroups.W001"}
+
+
+@no_database_override_warning
+def test_w001_quiet_when_sqlite_is_configured():
+    databases = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": ":memory:",
+            "OPTIONS": SQLITE_OK,
+        }
+    }
+    assert ids(DATABASES=databases) == set()
+
+
+def test_every_message_has_a_hint_or_says_enough():
+    with override_settings(USERGROUPS={"FOO": 1, "THROTTLE_RATE": "x"}, SECRET_KEY="s"):
+        messages = [m for m in run_checks() if m.id.startswith("usergroups.")]
+    assert {m.id for m in messages} == {"usergroups.E002", "usergroups.E004", "usergroups.E005"}
+    assert all(m.hint for m in messages)

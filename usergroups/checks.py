@@ -1,0 +1,140 @@
+"""System checks: misconfigurations caught at startup, with stable IDs and a hint each."""
+
+from django.conf import settings
+from django.core.checks import Error, Tags, Warning, register
+from django.core.exceptions import ImproperlyConfigured
+
+from .conf import DEFAULTS
+from .crypto import token_secrets
+
+MIN_SECRET_LENGTH = 32
+
+# Setting -> smallest value allowed.
+_INTEGER_SETTINGS = {
+    "ROTATION_GRACE_SECONDS": 0,
+    "MAX_BODY_BYTES": 1,
+    "MAX_PROPERTIES_BYTES": 1,
+    "MAX_PROPERTIES_DEPTH": 1,
+    "MAX_MAPPING_ENTRIES": 0,
+    "KEY_LAST_USED_INTERVAL_SECONDS": 0,
+}
+_PER_PROCESS_CACHES = (
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.dummy.DummyCache",
+)
+
+
+@register(Tags.compatibility)
+def check_installed_apps(app_configs, **kwargs):
+    if "rest_framework" in settings.INSTALLED_APPS:
+        return []
+    return [
+        Error(
+            "usergroups needs Django REST framework.",
+            hint='Add "rest_framework" to INSTALLED_APPS.',
+            id="usergroups.E001",
+        )
+    ]
+
+
+@register(Tags.compatibility)
+def check_usergroups_setting(app_configs, **kwargs):
+    options = getattr(settings, "USERGROUPS", {})
+    if not isinstance(options, dict):
+        return [Error("USERGROUPS must be a dict.", id="usergroups.E002")]
+    errors = [
+        Error(
+            f"Unknown USERGROUPS setting {name!r}.",
+            hint=f"Known settings: {', '.join(sorted(DEFAULTS))}.",
+            id="usergroups.E002",
+        )
+        for name in sorted(set(options) - set(DEFAULTS))
+    ]
+    for name, minimum in _INTEGER_SETTINGS.items():
+        value = options.get(name, DEFAULTS[name])
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            errors.append(
+                Error(
+                    f"USERGROUPS[{name!r}] must be an integer of at least {minimum}.",
+                    hint=f"The default is {DEFAULTS[name]}.",
+                    id="usergroups.E003",
+                )
+            )
+    return errors
+
+
+@register(Tags.security)
+def check_token_secret(app_configs, **kwargs):
+    try:
+        secret = token_secrets()[0]
+    except ImproperlyConfigured:  # an empty SECRET_KEY
+        secret = ""
+    if isinstance(secret, str | bytes) and len(secret) >= MIN_SECRET_LENGTH:
+        return []
+    return [
+        Error(
+            f"The secret that seals group tokens is missing or shorter than "
+            f"{MIN_SECRET_LENGTH} characters.",
+            hint='Set a long random SECRET_KEY, or USERGROUPS["TOKEN_SECRET"].',
+            id="usergroups.E004",
+        )
+    ]
+
+
+@register(Tags.compatibility)
+def check_throttling(app_configs, **kwargs):
+    options = getattr(settings, "USERGROUPS", {})
+    rate = options.get("THROTTLE_RATE") if isinstance(options, dict) else None
+    if not rate:
+        return []
+    alias = options.get("THROTTLE_CACHE", DEFAULTS["THROTTLE_CACHE"])
+    try:
+        count, period = rate.split("/")
+        valid = int(count) > 0 and period[:1] in {"s", "m", "h", "d"}
+    except (AttributeError, ValueError):
+        valid = False
+    if not valid:
+        return [
+            Error(
+                f"USERGROUPS['THROTTLE_RATE'] {rate!r} is not a rate.",
+                hint='Write it as DRF does: "100/minute", "10/second", "5000/day".',
+                id="usergroups.E005",
+            )
+        ]
+    if alias not in settings.CACHES:
+        return [
+            Error(
+                f"USERGROUPS['THROTTLE_CACHE'] names {alias!r}, which is not in CACHES.",
+                id="usergroups.E006",
+            )
+        ]
+    if settings.CACHES[alias]["BACKEND"] in _PER_PROCESS_CACHES:
+        return [
+            Warning(
+                f"Throttling counts in the per-process cache {alias!r}.",
+                hint="Each server process keeps its own count, so the real limit is the "
+                "rate times the number of processes. Use a shared cache such as Redis.",
+                id="usergroups.W002",
+            )
+        ]
+    return []
+
+
+@register(Tags.compatibility)
+def check_sqlite_concurrency(app_configs, **kwargs):
+    warnings = []
+    for alias, config in settings.DATABASES.items():
+        if config.get("ENGINE") != "django.db.backends.sqlite3":
+            continue
+        options = config.get("OPTIONS", {})
+        if options.get("transaction_mode") != "IMMEDIATE" or "timeout" not in options:
+            warnings.append(
+                Warning(
+                    f"SQLite database {alias!r} is not set up for several server processes.",
+                    hint='Set OPTIONS {"transaction_mode": "IMMEDIATE", "timeout": 20}: '
+                    'without them concurrent writes fail with "database is locked". '
+                    "Silence this if a single process uses the database.",
+                    id="usergroups.W001",
+                )
+            )
+    return warnings
