@@ -1,3 +1,5 @@
+import importlib.util
+
 from django.apps import AppConfig
 
 
@@ -8,3 +10,6 @@ class UserGroupsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+
+        if importlib.util.find_spec("drf_spectacular") is not None:
+            from . import schema  # noqa: F401  (registers the OpenAPI extensions)

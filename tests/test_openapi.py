@@ -1,0 +1,71 @@
+"""The OpenAPI schema the package ships (through drf-spectacular) and the example serves."""
+
+import pytest
+import yaml
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.validation import validate_schema
+
+
+@pytest.fixture(scope="module")
+def schema():
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    validate_schema(document)  # raises on an invalid OpenAPI 3 document
+    return document
+
+
+def operation(schema, method):
+    (path,) = [p for p in schema["paths"] if p.startswith("/api/user")]
+    return schema["paths"][path][method]
+
+
+def test_both_operations_are_described(schema):
+    assert operation(schema, "get")["operationId"] == "get_or_create_user_group"
+    assert operation(schema, "post")["operationId"] == "rotate_user_group_token"
+
+
+def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
+    get = operation(schema, "get")
+    body = get["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["user_group_id"]
+    assert body["properties"]["user_group_id"]["maxLength"] == 255
+    assert {p["name"] for p in get["parameters"]} == {
+        "user_group_id",
+        "name",
+        "mapping",
+        "properties",
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "statuses"),
+    [
+        ("get", {"200", "400", "401", "413", "415", "429", "503"}),
+        ("post", {"200", "400", "401", "404", "413", "415", "429"}),
+    ],
+)
+def test_every_response_is_described(schema, method, statuses):
+    responses = operation(schema, method)["responses"]
+    assert set(responses) == statuses
+    for status, response in responses.items():
+        content = response["content"]["application/json"]["schema"]
+        if status != "200":
+            assert content["properties"]["error"]["required"] == ["code", "message"]
+
+
+def test_token_security_scheme(schema):
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["TokenAuth"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": schemes["TokenAuth"]["description"],
+    }
+    assert operation(schema, "get")["security"] == [{"TokenAuth": []}]
+
+
+def test_example_project_serves_the_schema(client):
+    response = client.get("/api/schema/")
+    assert response.status_code == 200
+    document = yaml.safe_load(response.content)
+    assert "get_or_create_user_group" in response.content.decode()
+    validate_schema(document)

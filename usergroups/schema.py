@@ -1,0 +1,216 @@
+"""OpenAPI 3 description of ``/api/user`` for drf-spectacular.
+
+Loaded by the app only when drf-spectacular is installed, so the app itself does not
+depend on it. Schemas are written out by hand: they are the contract, not a guess
+from serializers.
+"""
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiViewExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+)
+
+from .validators import MAX_ID_LENGTH
+
+TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH}
+TOKEN = {"type": "string", "pattern": "^ugt_[A-Za-z0-9_-]{43}$"}
+MAPPING = {
+    "type": "object",
+    "description": "Schema id to data source id. An integer data source id is taken as its decimal string.",
+    "additionalProperties": {"oneOf": [TEXT, {"type": "integer"}]},
+}
+PROPERTIES = {
+    "type": "object",
+    "nullable": True,
+    "description": "Free-form properties: at most 64 KiB as JSON, nested at most 32 deep.",
+    "additionalProperties": True,
+}
+GET_OR_CREATE_REQUEST = {
+    "type": "object",
+    "required": ["user_group_id"],
+    "properties": {
+        "user_group_id": {
+            **TEXT,
+            "description": "The caller's id of the group, unique per workspace.",
+        },
+        "name": {"type": "string", "maxLength": MAX_ID_LENGTH, "nullable": True},
+        "mapping": {**MAPPING, "nullable": True},
+        "properties": PROPERTIES,
+    },
+}
+ROTATE_REQUEST = {
+    "type": "object",
+    "required": ["current_token"],
+    "properties": {"current_token": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH}},
+}
+ROTATED_GROUP = {
+    "type": "object",
+    "required": ["team_id", "token", "name", "provided_id"],
+    "properties": {
+        "team_id": {"type": "integer"},
+        "token": TOKEN,
+        "name": {"type": "string"},
+        "provided_id": {"type": "string"},
+    },
+}
+GROUP = {
+    "type": "object",
+    "required": [*ROTATED_GROUP["required"], "properties", "mapping"],
+    "properties": {
+        **ROTATED_GROUP["properties"],
+        "properties": PROPERTIES,
+        "mapping": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+ERROR_CODES = [
+    "parse_error", "invalid", "not_authenticated", "authentication_failed", "permission_denied",
+    "not_found", "method_not_allowed", "request_too_large", "unsupported_media_type", "throttled",
+    "token_unavailable",
+]  # fmt: skip
+ERROR = {
+    "type": "object",
+    "required": ["success", "error"],
+    "properties": {
+        "success": {"type": "integer", "enum": [0]},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string", "enum": ERROR_CODES},
+                "message": {"type": "string"},
+                "fields": {
+                    "type": "object",
+                    "description": "Only for `invalid`: each bad field with its messages.",
+                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    },
+}
+
+
+def _errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    described = {
+        400: "`parse_error` (not JSON, not an object, too deep) or `invalid` (a bad field).",
+        401: "`not_authenticated` (no header) or `authentication_failed` (bad, revoked or expired key).",
+        404: "`not_found`: the token is not a current token of this workspace.",
+        405: "`method_not_allowed`.",
+        413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
+        415: "`unsupported_media_type`: a body that is not JSON.",
+        429: "`throttled`: over the per-key rate; see Retry-After.",
+        503: "`token_unavailable`: the token was sealed with a secret this server no longer has.",
+    }
+    return {status: OpenApiResponse(ERROR, description=described[status]) for status in statuses}
+
+
+QUERY_PARAMETERS = [
+    OpenApiParameter("user_group_id", str, description="Used only when the body is empty."),
+    OpenApiParameter("name", str, description="Used only when the body is empty."),
+    OpenApiParameter("mapping", str, description="JSON text; used only when the body is empty."),
+    OpenApiParameter("properties", str, description="JSON text; used only when the body is empty."),
+]
+
+
+OPERATIONS = {
+    "GET": {
+        "operation_id": "get_or_create_user_group",
+        "summary": "Get or create a user group",
+        "description": "Returns the group of `user_group_id`, creating it if unknown. "
+        "A known group is returned as stored, with the same token.",
+        "request": GET_OR_CREATE_REQUEST,
+        "parameters": QUERY_PARAMETERS,
+        "responses": {
+            200: {
+                "type": "object",
+                "required": ["success", "new_user_group", "user_group"],
+                "properties": {
+                    "success": {"type": "integer", "enum": [1]},
+                    "new_user_group": {"type": "boolean"},
+                    "user_group": GROUP,
+                },
+            },
+            **_errors(400, 401, 413, 415, 429, 503),
+        },
+    },
+    "POST": {
+        "operation_id": "rotate_user_group_token",
+        "summary": "Rotate a user group token",
+        "description": "Replaces the token; the old one stops working at once.",
+        "request": ROTATE_REQUEST,
+        "parameters": [],
+        "responses": {
+            200: {
+                "type": "object",
+                "required": ["success", "user_group"],
+                "properties": {
+                    "success": {"type": "integer", "enum": [1]},
+                    "user_group": ROTATED_GROUP,
+                },
+            },
+            **_errors(400, 401, 404, 413, 415, 429),
+        },
+    },
+}
+
+
+class UserGroupAutoSchema(AutoSchema):
+    """Describes each method of the view from :data:`OPERATIONS`."""
+
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        self.described_method = method  # self.method is bent below for the GET body
+        return super().get_operation(path, path_regex, path_prefix, method, registry)
+
+    def _operation(self) -> dict:
+        return OPERATIONS[self.described_method]
+
+    def get_operation_id(self):
+        return self._operation()["operation_id"]
+
+    def get_summary(self):
+        return self._operation()["summary"]
+
+    def get_description(self):
+        return self._operation()["description"]
+
+    def get_override_parameters(self):
+        return self._operation()["parameters"]
+
+    def get_request_serializer(self):
+        return {"application/json": self._operation()["request"]}
+
+    def get_response_serializers(self):
+        return self._operation()["responses"]
+
+    def _get_request_body(self, direction="request"):
+        # drf-spectacular leaves bodies out of GET operations; this GET takes one by design.
+        method = self.method
+        self.method = "POST"
+        try:
+            return super()._get_request_body(direction)
+        finally:
+            self.method = method
+
+
+class UserGroupViewSchema(OpenApiViewExtension):
+    target_class = "usergroups.views.UserGroupView"
+
+    def view_replacement(self):
+        class DocumentedUserGroupView(self.target_class):
+            schema = UserGroupAutoSchema()
+
+        return DocumentedUserGroupView
+
+
+class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "usergroups.authentication.APIKeyAuthentication"
+    name = "TokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <API key>`; keys start with `ugk_` (manage.py create_api_key).",
+        }
