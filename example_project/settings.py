@@ -65,7 +65,12 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# An empty DATABASE_URL counts as unset.
+DATABASES = {
+    "default": env.db_url_config(
+        env.str("DATABASE_URL", default="") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}"
+    )
+}
 _db = DATABASES["default"]
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # Several server processes share one SQLite file: IMMEDIATE transactions take the

@@ -155,6 +155,96 @@ OPERATIONS = {
 }
 
 
+UPDATE_REQUEST = {
+    "type": "object",
+    "required": ["user_group_id"],
+    "properties": {
+        "user_group_id": {**TEXT, "description": "The group to update."},
+        "new_user_group_id": {**TEXT, "description": "Renames the group."},
+        "name": {"type": "string", "maxLength": MAX_ID_LENGTH},
+        "mapping": {**MAPPING, "nullable": True, "description": "Replaces the whole mapping."},
+        "properties": {**PROPERTIES, "description": "Replaces the properties; null clears them."},
+    },
+}
+DELETE_REQUEST = {
+    "type": "object",
+    "description": "Exactly one of `user_group_id` and `current_token`.",
+    "properties": {"user_group_id": TEXT, "current_token": TEXT},
+}
+DELETED_GROUP = {
+    "type": "object",
+    "required": ["team_id", "name", "provided_id"],
+    "properties": {k: ROTATED_GROUP["properties"][k] for k in ("team_id", "name", "provided_id")},
+}
+LISTED_GROUP = {
+    "type": "object",
+    "required": [
+        "team_id",
+        "name",
+        "provided_id",
+        "properties",
+        "mapping",
+        "created_at",
+        "updated_at",
+    ],
+    "properties": {
+        **DELETED_GROUP["properties"],
+        "properties": PROPERTIES,
+        "mapping": GROUP["properties"]["mapping"],
+        "created_at": {"type": "string", "format": "date-time"},
+        "updated_at": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+def _success(**properties) -> dict:
+    return {
+        "type": "object",
+        "required": ["success", *properties],
+        "properties": {"success": {"type": "integer", "enum": [1]}, **properties},
+    }
+
+
+OPERATIONS["PUT"] = {
+    "operation_id": "update_user_group",
+    "summary": "Update a user group (extension)",
+    "description": "Changes the group named by `user_group_id`: given fields replace stored "
+    "ones; `new_user_group_id` renames it. The token does not change.",
+    "request": UPDATE_REQUEST,
+    "parameters": [],
+    "responses": {200: _success(user_group=GROUP), **_errors(400, 401, 404, 413, 415, 429, 503)},
+}
+OPERATIONS["DELETE"] = {
+    "operation_id": "delete_user_group",
+    "summary": "Delete a user group (extension)",
+    "description": "Deletes the group named by `user_group_id` or holding `current_token`; "
+    "its token stops working at once.",
+    "request": DELETE_REQUEST,
+    "parameters": [],
+    "responses": {200: _success(user_group=DELETED_GROUP), **_errors(400, 401, 404, 413, 415, 429)},
+}
+LIST_OPERATION = {
+    "operation_id": "list_user_groups",
+    "summary": "List user groups (extension)",
+    "description": "The workspace's groups, oldest first, without tokens.",
+    "request": None,
+    "parameters": [
+        OpenApiParameter("page", int, description="1-based page number (default 1)."),
+        OpenApiParameter("page_size", int, description="Groups per page, 1 to 500 (default 100)."),
+        OpenApiParameter("provided_id_prefix", str, description="Only ids starting with this."),
+    ],
+    "responses": {
+        200: _success(
+            total_count={"type": "integer"},
+            page={"type": "integer"},
+            page_size={"type": "integer"},
+            user_groups={"type": "array", "items": LISTED_GROUP},
+        ),
+        **_errors(400, 401, 429),
+    },
+}
+
+
 class UserGroupAutoSchema(AutoSchema):
     """Describes each method of the view from :data:`OPERATIONS`."""
 
@@ -178,7 +268,8 @@ class UserGroupAutoSchema(AutoSchema):
         return self._operation()["parameters"]
 
     def get_request_serializer(self):
-        return {"application/json": self._operation()["request"]}
+        request = self._operation()["request"]
+        return {"application/json": request} if request else None
 
     def get_response_serializers(self):
         return self._operation()["responses"]
@@ -201,6 +292,21 @@ class UserGroupViewSchema(OpenApiViewExtension):
             schema = UserGroupAutoSchema()
 
         return DocumentedUserGroupView
+
+
+class UserGroupListAutoSchema(UserGroupAutoSchema):
+    def _operation(self) -> dict:
+        return LIST_OPERATION
+
+
+class UserGroupListViewSchema(OpenApiViewExtension):
+    target_class = "usergroups.views.UserGroupListView"
+
+    def view_replacement(self):
+        class DocumentedUserGroupListView(self.target_class):
+            schema = UserGroupListAutoSchema()
+
+        return DocumentedUserGroupListView
 
 
 class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):

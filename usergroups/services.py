@@ -9,13 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from . import crypto
 from .conf import usergroups_settings
 from .models import SchemaMapping, UserGroup
-from .signals import group_created, token_rotated
+from .signals import send_on_commit, token_rotated
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,6 @@ def create_group(
             SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
             for schema_id, source in mapping.items()
         )
-        transaction.on_commit(lambda: group_created.send(sender=UserGroup, group=group))
     group.mapping = dict(mapping)
     logger.info("Created user group team_id=%s in workspace %s", group.team_id, workspace_id)
     return group
@@ -147,6 +147,82 @@ def _swap_token(group: UserGroup, old_digest: str) -> UserGroup | None:
     if not won:
         return None
     group.token_rotated_at = now
-    transaction.on_commit(lambda: token_rotated.send(sender=UserGroup, group=group))
+    send_on_commit(token_rotated, UserGroup, group=group)
     logger.info("Rotated the token of user group team_id=%s", group.pk)
     return group
+
+
+class ProvidedIdTaken(Exception):
+    """A rename to a ``user_group_id`` another group of the workspace already has."""
+
+
+def update_group(
+    workspace_id: int,
+    provided_id: str,
+    changes: dict[str, Any],
+) -> UserGroup | None:
+    """Apply ``changes`` (name, properties, mapping, provided_id) to a group; None if unknown.
+
+    Given fields replace what is stored (a given mapping replaces the whole mapping);
+    absent ones stay. The row is locked for the transaction, so concurrent updates queue.
+    """
+    try:
+        with transaction.atomic():
+            group = (
+                UserGroup.objects.select_for_update()
+                .filter(workspace_id=workspace_id, provided_id=provided_id)
+                .first()
+            )
+            if group is None:
+                return None
+            for field in ("name", "properties", "provided_id"):
+                if field in changes:
+                    setattr(group, field, changes[field])
+            group.save()
+            if "mapping" in changes:
+                group.mappings.all().delete()
+                SchemaMapping.objects.bulk_create(
+                    SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
+                    for schema_id, source in changes["mapping"].items()
+                )
+    except IntegrityError:
+        raise ProvidedIdTaken(changes.get("provided_id"))
+    group.mapping = dict(group.mappings.values_list("schema_id", "data_source_id"))
+    logger.info("Updated user group team_id=%s", group.team_id)
+    return group
+
+
+@sensitive_variables("token")
+def delete_group(
+    workspace_id: int, *, provided_id: str | None = None, token: str | None = None
+) -> UserGroup | None:
+    """Delete the group named by ``provided_id`` or holding ``token``; None if unknown.
+
+    Returns the group as it was, ``team_id`` included (Django clears it on delete).
+    """
+    groups = UserGroup.objects.filter(workspace_id=workspace_id)
+    if provided_id is not None:
+        groups = groups.filter(provided_id=provided_id)
+    elif crypto.looks_like_group_token(token):
+        groups = groups.filter(token_digest=crypto.digest(token))
+    else:
+        return None
+    with transaction.atomic():
+        group = groups.select_for_update().first()
+        if group is None:
+            return None
+        team_id = group.team_id
+        group.delete()
+    group.team_id = team_id
+    logger.info("Deleted user group team_id=%s", team_id)
+    return group
+
+
+def list_groups(workspace_id: int, provided_id_prefix: str = ""):
+    """The workspace's groups, oldest first, with their mappings prefetched."""
+    groups = UserGroup.objects.filter(workspace_id=workspace_id).order_by("team_id")
+    if provided_id_prefix:
+        # Not __startswith: SQLite's LIKE ignores case. Equality is exact everywhere.
+        head = Left("provided_id", len(provided_id_prefix))
+        groups = groups.annotate(id_head=head).filter(id_head=provided_id_prefix)
+    return groups.defer("token_digest", "token_sealed").prefetch_related("mappings")

@@ -1,10 +1,11 @@
 from django.urls import re_path
 
-from .views import UserGroupView
+from .views import UserGroupListView, UserGroupView
 
 app_name = "usergroups"
 
 urlpatterns = [
     # With or without a trailing slash, never redirected.
     re_path(r"^api/user/?$", UserGroupView.as_view(), name="user"),
+    re_path(r"^api/user/list/?$", UserGroupListView.as_view(), name="user-list"),
 ]

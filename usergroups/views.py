@@ -15,9 +15,14 @@ from .conf import usergroups_settings
 from .exceptions import exception_handler
 from .parsers import JSONObjectParser, loads_strict
 from .serializers import (
+    DeletedGroupSerializer,
+    DeleteRequestSerializer,
     GetOrCreateRequestSerializer,
+    ListedGroupSerializer,
+    ListQuerySerializer,
     RotatedGroupSerializer,
     RotateRequestSerializer,
+    UpdateRequestSerializer,
     UserGroupSerializer,
 )
 from .throttling import APIKeyRateThrottle
@@ -51,20 +56,27 @@ def get_or_create_input(request: Request) -> dict[str, Any]:
     return data
 
 
-class UserGroupView(APIView):
+class WorkspaceAPIView(APIView):
+    """What every endpoint shares: API key auth, strict JSON, the contract's errors."""
+
     authentication_classes = [APIKeyAuthentication]
     permission_classes = [HasAPIKey]
     parser_classes = [JSONObjectParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
-    http_method_names = ["get", "post"]
 
     def get_exception_handler(self):
         return exception_handler
 
     def get_throttles(self):
         return [APIKeyRateThrottle()] if usergroups_settings.THROTTLE_RATE else []
+
+
+class UserGroupView(WorkspaceAPIView):
+    """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
+
+    http_method_names = ["get", "post"]
 
     def get(self, request: Request) -> Response:
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
@@ -90,3 +102,56 @@ class UserGroupView(APIView):
         if group is None:
             raise NotFound("No user group of this workspace has this token.")
         return Response({"success": 1, "user_group": RotatedGroupSerializer(group).data})
+
+    def put(self, request: Request) -> Response:
+        serializer = UpdateRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            group = services.update_group(
+                request.auth.workspace_id,
+                serializer.validated_data["user_group_id"],
+                serializer.changes(),
+            )
+        except services.ProvidedIdTaken:
+            raise ValidationError(
+                {"new_user_group_id": ["Another user group of this workspace has this id."]}
+            )
+        if group is None:
+            raise NotFound("No user group of this workspace has this id.")
+        return Response({"success": 1, "user_group": UserGroupSerializer(group).data})
+
+    def delete(self, request: Request) -> Response:
+        serializer = DeleteRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        group = services.delete_group(
+            request.auth.workspace_id,
+            provided_id=serializer.validated_data.get("user_group_id"),
+            token=serializer.validated_data.get("current_token"),
+        )
+        if group is None:
+            raise NotFound("No user group of this workspace matches.")
+        return Response({"success": 1, "user_group": DeletedGroupSerializer(group).data})
+
+
+class UserGroupListView(WorkspaceAPIView):
+    """GET /api/user/list: the workspace's groups, a page at a time, without tokens."""
+
+    http_method_names = ["get"]
+
+    def get(self, request: Request) -> Response:
+        query = ListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page, size = query.validated_data["page"], query.validated_data["page_size"]
+        groups = services.list_groups(
+            request.auth.workspace_id, query.validated_data.get("provided_id_prefix", "")
+        )
+        start = (page - 1) * size
+        return Response(
+            {
+                "success": 1,
+                "total_count": groups.count(),
+                "page": page,
+                "page_size": size,
+                "user_groups": ListedGroupSerializer(groups[start : start + size], many=True).data,
+            }
+        )
