@@ -7,7 +7,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from . import crypto
-from .fields import ExactCharField
+from .fields import ExactCharField, PortableJSONField
 
 
 class Workspace(models.Model):
@@ -99,7 +99,7 @@ class UserGroup(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="user_groups")
     provided_id = ExactCharField(max_length=255)
     name = models.CharField(max_length=255)
-    properties = models.JSONField(null=True, blank=True)
+    properties = PortableJSONField(null=True, blank=True)
     token_digest = models.CharField(max_length=64, unique=True, editable=False)
     token_sealed = models.CharField(max_length=64, editable=False)
     # Kept only while ROTATION_GRACE_SECONDS lets an old token resolve.
@@ -118,6 +118,7 @@ class UserGroup(models.Model):
                 fields=["workspace", "provided_id"], name="usergroups_unique_provided_id"
             )
         ]
+        permissions = [("view_token", "Can view user group tokens")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.provided_id})"
@@ -132,6 +133,12 @@ class UserGroup(models.Model):
     def token(self) -> str | None:
         """The current token, unsealed with the server secret; None if no secret opens it."""
         return crypto.unseal_token(self.token_sealed, self.token_digest)
+
+    def refresh_from_db(self, *args, **kwargs) -> None:
+        # ``token`` is cached from the seal: after a reload (e.g. a rotation elsewhere)
+        # it must be unsealed again, not show a token that no longer works.
+        self.__dict__.pop("token", None)
+        super().refresh_from_db(*args, **kwargs)
 
 
 class SchemaMapping(models.Model):

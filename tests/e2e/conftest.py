@@ -1,0 +1,127 @@
+"""End-to-end tests of the admin in headless Chromium (pytest-playwright).
+
+The browser is Debian's ``chromium`` package, launched by its path (``playwright install``
+is never needed). Every page visited is saved under ``artifacts/screenshots/``.
+"""
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an asyncio loop in this thread for the rest of the session,
+# which Django would otherwise take for async code and refuse ORM calls in.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = os.environ.get("USERGROUPS_E2E_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+ADMIN_PASSWORD = "correct horse battery staple"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/e2e/" in item.nodeid.replace(os.sep, "/"):
+            item.add_marker(pytest.mark.e2e)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: drives the admin in headless Chromium")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not os.path.exists(CHROMIUM):
+        message = (
+            f"No Chromium at {CHROMIUM} (apt-get install chromium, or set USERGROUPS_E2E_CHROMIUM)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": CHROMIUM_ARGS,
+    }
+
+
+@pytest.fixture(scope="session")
+def base_url():
+    """Pages are opened by full ``live_server`` URLs. (Also replaces the plugin's own
+    fixture, which pytest 9 warns about.)"""
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {
+        **browser_context_args,
+        "viewport": {"width": 1440, "height": 900},
+        "device_scale_factor": 1,
+        "locale": "en-US",
+        "timezone_id": "UTC",
+        "permissions": ["clipboard-read", "clipboard-write"],
+    }
+
+
+@pytest.fixture
+def screenshot(page):
+    """``screenshot("groups-01-login")`` saves the whole page as a PNG (overwriting the
+    previous run's: the names are fixed, so a person finds each page at the same path)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def take(name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+@pytest.fixture
+def admin_login(page, live_server, django_user_model, screenshot):
+    """Logs in through the login form as a superuser; returns ``(admin URL, user)``."""
+    user = django_user_model.objects.create_superuser(
+        "operator", "operator@example.com", ADMIN_PASSWORD
+    )
+
+    def login(shot_prefix: str) -> str:
+        page.goto(f"{live_server.url}/admin/")
+        page.get_by_label("Username").fill("operator")
+        page.get_by_label("Password").fill(ADMIN_PASSWORD)
+        screenshot(f"{shot_prefix}-01-login")
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{live_server.url}/admin/")
+        screenshot(f"{shot_prefix}-02-admin-index")
+        return f"{live_server.url}/admin/"
+
+    login.user = user
+    return login
+
+
+def call_api(base_url: str, api_key: str, method: str, body: dict) -> tuple[int, dict]:
+    """One request to ``/api/user`` from the test process, as an API client would send it."""
+    request = urllib.request.Request(
+        f"{base_url}/api/user",
+        data=json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Token {api_key}", "Content-Type": "application/json"},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)

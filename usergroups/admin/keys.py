@@ -1,0 +1,162 @@
+"""API keys: made on the server, shown once, then known by their prefix; revoked for good."""
+
+from django.contrib import admin
+from django.db.models import Q
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from .. import crypto
+from ..forms import APIKeyAddForm, APIKeyChangeForm
+from ..models import APIKey
+from .common import MEDIA, secret_html, when
+from .revocation import KeyRevocationMixin
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", "Active"), ("expired", "Expired"), ("revoked", "Revoked")]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        not_revoked = Q(revoked_at__isnull=True)
+        if self.value() == "active":
+            return queryset.filter(not_revoked, Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        if self.value() == "expired":
+            return queryset.filter(not_revoked, expires_at__lte=now)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(APIKey)
+class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
+    change_form_template = "usergroups/admin/apikey/change_form.html"
+    list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
+    list_display_links = ["key_prefix", "name"]
+    list_filter = [StateFilter, "workspace", "created_at"]
+    list_select_related = ["workspace"]
+    search_fields = ["prefix", "name"]
+    search_help_text = (
+        f"Search by name or prefix (the first {crypto.KEY_LOOKUP_LENGTH} characters)."
+    )
+    ordering = ["-created_at", "-id"]
+    actions = ["revoke_keys"]
+    empty_value_display = "—"
+
+    @property
+    def media(self):
+        return super().media + MEDIA
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        kwargs["form"] = APIKeyChangeForm if obj is not None else APIKeyAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return [
+                (
+                    None,
+                    {
+                        "fields": ["workspace", "name", "expires_at"],
+                        "description": "The key is generated on the server when you create "
+                        "it, and shown to you once, on the next page.",
+                    },
+                )
+            ]
+        expires = "expires_at" if self.has_change_permission(request, obj) else "expires"
+        return [
+            (None, {"fields": ["key_prefix", "name", "workspace", "state"]}),
+            ("Validity", {"fields": ["created", expires, "last_used", "revoked"]}),
+        ]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["key_prefix", "workspace", "state", "created", "expires", "last_used", "revoked"]
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.is_revoked:
+            return False  # Revoked keys are read-only.
+        return super().has_change_permission(request, obj)
+
+    def get_search_results(self, request, queryset, search_term):
+        # A whole key pasted into the search box finds its row by the prefix.
+        if crypto.looks_like_api_key(search_term.strip()):
+            search_term = search_term.strip()[: crypto.KEY_LOOKUP_LENGTH]
+        return super().get_search_results(request, queryset, search_term)
+
+    # Columns ---------------------------------------------------------------------------
+
+    @admin.display(description="Prefix", ordering="prefix")
+    def key_prefix(self, obj):
+        return format_html('<code class="ug-prefix">{}…</code>', obj.prefix)
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, obj):
+        return when(obj.created_at)
+
+    @admin.display(description="Last used", ordering="last_used_at")
+    def last_used(self, obj):
+        return when(obj.last_used_at, empty="Never")
+
+    @admin.display(description="Expires", ordering="expires_at")
+    def expires(self, obj):
+        return when(obj.expires_at, empty="Never")
+
+    @admin.display(description="Revoked")
+    def revoked(self, obj):
+        return when(obj.revoked_at, empty="Not revoked")
+
+    @admin.display(description="State")
+    def state(self, obj):
+        if obj.is_revoked:
+            label, css = "Revoked", "revoked"
+        elif obj.is_expired:
+            label, css = "Expired", "expired"
+        else:
+            label, css = "Active", "active"
+        return format_html('<span class="ug-state ug-state-{}">{}</span>', css, label)
+
+    # Creation: the key is shown once, on a page of its own -------------------------------
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            # Only what the form edits, so a concurrent revocation is never written back.
+            obj.save(update_fields=[name for name in form.fields if name in {"name", "expires_at"}])
+            return
+        row, key = APIKey.issue(obj.workspace, name=obj.name, expires_at=obj.expires_at)
+        for field in APIKey._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(row, field.attname))
+        obj._state.adding, obj._state.db = False, row._state.db
+        obj._plain_key = key
+
+    def response_add(self, request, obj, post_url_continue=None):
+        key = getattr(obj, "_plain_key", None)
+        if key is None:
+            return super().response_add(request, obj, post_url_continue)
+        opts = self.model._meta
+        request.current_app = self.admin_site.name
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Copy your new API key",
+            "opts": opts,
+            "app_label": opts.app_label,
+            "api_key": obj,
+            "secret": secret_html(key, element_id="new-api-key", label="API key", revealed=True),
+            "media": self.media,
+            "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
+            "change_url": reverse(
+                f"{self.admin_site.name}:usergroups_apikey_change", args=[obj.pk]
+            ),
+        }
+        return TemplateResponse(request, "usergroups/admin/apikey/created.html", context)
+
+    def render_change_form(self, request, context, add=False, change=False, **kwargs):
+        if add:
+            context.update(show_save_and_add_another=False, show_save_and_continue=False)
+        return super().render_change_form(request, context, add=add, change=change, **kwargs)

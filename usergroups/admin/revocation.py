@@ -1,0 +1,99 @@
+"""Revocation of API keys from the admin: a button on the change page and a bulk action.
+
+Both ask first on a page of their own (POST, CSRF protected) and need ``change_apikey``.
+A revoked key is refused by the API at once, becomes read-only here, and stays revoked:
+nothing in the admin clears ``revoked_at``.
+"""
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+
+from .common import confirmation_response
+
+REVOKE_CONSEQUENCES = [
+    "Requests that use the key are refused (401) from the moment you confirm.",
+    "Revocation cannot be undone. To let a caller in again, create a new key.",
+]
+
+
+class KeyRevocationMixin:
+    """For the :class:`~usergroups.models.APIKey` admin; add ``"revoke_keys"`` to its
+    ``actions``."""
+
+    def get_urls(self):
+        opts = self.model._meta
+        return [
+            path(
+                "<path:object_id>/revoke/",
+                self.admin_site.admin_view(self.revoke_view),
+                name=f"{opts.app_label}_{opts.model_name}_revoke",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _revoke(self, request, api_key) -> None:
+        api_key.revoke()
+        self.log_change(request, api_key, "Revoked the key.")
+
+    def revoke_view(self, request, object_id):
+        api_key = self.get_object(request, unquote(object_id))
+        if api_key is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        change_url = reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[api_key.pk])
+        if api_key.is_revoked:
+            messages.info(request, f"The API key {api_key.prefix}… is already revoked.")
+            return HttpResponseRedirect(change_url)
+        if not self.has_change_permission(request, api_key):
+            raise PermissionDenied
+        if request.method == "POST":
+            self._revoke(request, api_key)
+            messages.success(
+                request,
+                f"The API key {api_key.prefix}… was revoked. Requests with it are refused.",
+            )
+            return HttpResponseRedirect(change_url)
+        return confirmation_response(
+            self,
+            request,
+            title="Revoke API key?",
+            question="Revoke this API key?",
+            consequences=REVOKE_CONSEQUENCES,
+            objects=[api_key],
+            submit_label="Yes, revoke the key",
+            cancel_url=change_url,
+            danger=True,
+        )
+
+    @admin.action(permissions=["change"], description="Revoke selected API keys")
+    def revoke_keys(self, request, queryset):
+        keys = list(queryset.filter(revoked_at__isnull=True))
+        if not keys:
+            messages.info(request, "The selected API keys are already revoked.")
+            return None
+        if request.POST.get("post") != "yes":
+            skipped = queryset.count() - len(keys)
+            consequences = list(REVOKE_CONSEQUENCES)
+            if skipped:
+                consequences.append(f"{skipped} selected key(s) already revoked stay as they are.")
+            return confirmation_response(
+                self,
+                request,
+                title="Revoke API keys?",
+                question="Revoke these API keys?",
+                consequences=consequences,
+                objects=keys,
+                submit_label="Yes, revoke the keys",
+                cancel_url=request.get_full_path(),
+                action="revoke_keys",
+                danger=True,
+            )
+        for api_key in keys:
+            self._revoke(request, api_key)
+        plural = "API key" if len(keys) == 1 else "API keys"
+        messages.success(
+            request, f"Revoked {len(keys)} {plural}. Requests with them are refused from now on."
+        )
+        return None

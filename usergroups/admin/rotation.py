@@ -1,0 +1,113 @@
+"""Token rotation from the admin: a button on the change page and a bulk action.
+
+Both ask first on a page of their own (POST, CSRF protected), need ``change_usergroup``,
+rotate through :func:`usergroups.services.rotate_group_token` (the API's compare-and-swap
+and ``token_rotated`` signal), and record the rotation in the group's history. No
+message, URL or page of theirs ever holds a token.
+"""
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.urls import path, reverse
+
+from .. import services
+from ..conf import usergroups_settings
+from .common import confirmation_response
+
+
+class TokenRotationMixin:
+    """For the :class:`~usergroups.models.UserGroup` admin; add ``"rotate_tokens"`` to
+    its ``actions``."""
+
+    def get_urls(self):
+        opts = self.model._meta
+        return [
+            path(
+                "<path:object_id>/rotate-token/",
+                self.admin_site.admin_view(self.rotate_token_view),
+                name=f"{opts.app_label}_{opts.model_name}_rotate_token",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _rotate(self, request, group) -> bool:
+        if services.rotate_group_token(group) is None:
+            return False
+        self.log_change(request, group, "Rotated the token.")
+        return True
+
+    @staticmethod
+    def _old_token_note() -> str:
+        grace = usergroups_settings.ROTATION_GRACE_SECONDS
+        if grace:
+            return f"The old token still resolves for {grace} seconds; it cannot be rotated."
+        return "The old token no longer works."
+
+    def _consequences(self) -> list[str]:
+        return [
+            "A new token is made at once. " + self._old_token_note(),
+            "Pages that embed dashboards with the old token need the new one: get it with "
+            "GET /api/user, or here.",
+        ]
+
+    def rotate_token_view(self, request, object_id):
+        group = self.get_object(request, unquote(object_id))
+        if group is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_change_permission(request, group):
+            raise PermissionDenied
+        change_url = reverse(f"{self.admin_site.name}:usergroups_usergroup_change", args=[group.pk])
+        if request.method == "POST":
+            if self._rotate(request, group):
+                messages.success(
+                    request, f"The token of “{group}” was rotated. {self._old_token_note()}"
+                )
+            else:
+                messages.error(
+                    request, f"The token of “{group}” changed meanwhile; nothing was rotated."
+                )
+            return HttpResponseRedirect(change_url)
+        return confirmation_response(
+            self,
+            request,
+            title="Rotate token?",
+            question="Rotate the token of this user group?",
+            consequences=self._consequences(),
+            objects=[group],
+            submit_label="Yes, rotate the token",
+            cancel_url=change_url,
+        )
+
+    @admin.action(permissions=["change"], description="Rotate tokens of selected user groups")
+    def rotate_tokens(self, request, queryset):
+        if request.POST.get("post") != "yes":
+            return confirmation_response(
+                self,
+                request,
+                title="Rotate tokens?",
+                question="Rotate the tokens of these user groups?",
+                consequences=self._consequences(),
+                objects=queryset,
+                submit_label="Yes, rotate the tokens",
+                cancel_url=request.get_full_path(),
+                action="rotate_tokens",
+            )
+        rotated = changed = 0
+        for group in queryset:
+            if self._rotate(request, group):
+                rotated += 1
+            else:
+                changed += 1
+        if rotated:
+            plural = "user group" if rotated == 1 else "user groups"
+            messages.success(
+                request, f"Rotated the tokens of {rotated} {plural}. {self._old_token_note()}"
+            )
+        if changed:
+            messages.warning(
+                request,
+                f"{changed} token(s) changed meanwhile and were not rotated; try them again.",
+            )
+        return None

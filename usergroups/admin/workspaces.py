@@ -1,0 +1,74 @@
+"""Workspaces: who calls the API, with how many groups and usable keys."""
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+
+from ..models import APIKey, UserGroup, Workspace
+from .common import MEDIA, subquery_count, when
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = ["display_name", "slug", "group_count", "active_key_count", "created"]
+    list_display_links = ["display_name", "slug"]
+    search_fields = ["slug", "name"]
+    search_help_text = "Search by slug or name."
+    list_filter = ["created_at"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["created", "group_count", "active_key_count"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": ["name", "slug"],
+                "description": "A workspace is an account that calls the API. Its API keys "
+                "see only its own user groups.",
+            },
+        ),
+        ("Usage", {"fields": ["group_count", "active_key_count", "created"]}),
+    ]
+
+    @property
+    def media(self):
+        return super().media + MEDIA
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                group_count=subquery_count(UserGroup.objects.all(), "workspace"),
+                active_key_count=subquery_count(APIKey.objects.usable(), "workspace"),
+            )
+        )
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:
+            return self.fieldsets[:1]
+        return self.fieldsets
+
+    def get_prepopulated_fields(self, request, obj=None):
+        return self.prepopulated_fields if obj is None else {}
+
+    @admin.display(description="Workspace", ordering="name")
+    def display_name(self, obj):
+        return str(obj)
+
+    def _link(self, model, obj, count, extra=""):
+        url = reverse(f"{self.admin_site.name}:usergroups_{model}_changelist")
+        return format_html(
+            '<a href="{}?workspace__id__exact={}{}">{}</a>', url, obj.pk, extra, count
+        )
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, obj):
+        return when(obj.created_at)
+
+    @admin.display(description="User groups", ordering="group_count")
+    def group_count(self, obj):
+        return self._link("usergroup", obj, obj.group_count)
+
+    @admin.display(description="Active API keys", ordering="active_key_count")
+    def active_key_count(self, obj):
+        return self._link("apikey", obj, obj.active_key_count, "&state=active")

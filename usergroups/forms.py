@@ -1,0 +1,187 @@
+"""Admin forms. Every rule comes from :mod:`usergroups.validators`, as in the API."""
+
+import json
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.html import format_html
+
+from .conf import usergroups_settings
+from .models import APIKey, SchemaMapping, UserGroup
+from .parsers import loads_strict
+from .validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
+
+
+def _size(count: int) -> str:
+    return f"{count // 1024} KiB" if count % 1024 == 0 else f"{count} bytes"
+
+
+class TextField(forms.CharField):
+    """Text kept as typed (no trimming: ids are echoed back byte for byte), whose only
+    rules are the API's: each form's ``clean_<field>`` calls :func:`check_text`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("strip", False)
+        super().__init__(**kwargs)
+        self.validators = []  # Django's own NUL and length checks: check_text has them.
+        self.widget.attrs["maxlength"] = str(MAX_ID_LENGTH)
+
+
+class PropertiesField(forms.JSONField):
+    """A JSON object edited as text, held to the API's rules for ``properties``.
+
+    Empty text stores null. Bad JSON says where it went wrong, instead of the generic
+    "Enter a valid JSON".
+    """
+
+    widget = forms.Textarea(
+        attrs={"rows": 10, "cols": 80, "class": "vLargeTextField ug-json", "spellcheck": "false"}
+    )
+
+    def to_python(self, value: Any) -> Any:
+        if self.disabled:
+            return value
+        if value in self.empty_values or (isinstance(value, str) and not value.strip()):
+            return None
+        if isinstance(value, dict | list | int | float):
+            return value
+        try:
+            parsed = loads_strict(value, usergroups_settings.MAX_PROPERTIES_DEPTH)
+        except ValueError as exc:
+            raise ValidationError(str(exc), code="invalid")
+        return validate_properties(parsed)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Keep what the user typed, even when it is not JSON, so it can be corrected.
+        if self.disabled:
+            return initial
+        return data
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if value is None:
+            return ""
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class UserGroupAdminForm(forms.ModelForm):
+    provided_id = TextField(
+        label="Provided id",
+        help_text="The caller's own id for this group (the API's <code>user_group_id</code>), "
+        "unique within the workspace.",
+    )
+    name = TextField(
+        required=False,
+        help_text="Shown to people; the provided id when left empty.",
+    )
+    properties = PropertiesField(
+        required=False,
+    )
+
+    class Meta:
+        model = UserGroup
+        fields = ["workspace", "provided_id", "name", "properties"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Built here, not at import, so the limits follow override_settings.
+        self.fields["properties"].help_text = format_html(
+            "A JSON object, for example <code>{}</code>; empty for none. "
+            "At most {} as compact JSON, nested at most {} levels deep.",
+            '{"region": "EU", "plan": "pro"}',
+            _size(usergroups_settings.MAX_PROPERTIES_BYTES),
+            usergroups_settings.MAX_PROPERTIES_DEPTH,
+        )
+
+    def clean_provided_id(self) -> str:
+        return check_text(self.cleaned_data["provided_id"])
+
+    def clean_name(self) -> str:
+        return check_text(self.cleaned_data["name"], allow_empty=True)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if not cleaned.get("name") and cleaned.get("provided_id"):
+            cleaned["name"] = cleaned["provided_id"]
+        workspace = cleaned.get("workspace") or getattr(self.instance, "workspace", None)
+        provided_id = cleaned.get("provided_id")
+        if workspace is not None and provided_id is not None:
+            taken = UserGroup.objects.filter(workspace=workspace, provided_id=provided_id)
+            if self.instance.pk is not None:
+                taken = taken.exclude(pk=self.instance.pk)
+            if taken.exists():
+                self.add_error(
+                    "provided_id", "Another user group of this workspace has this provided id."
+                )
+        return cleaned
+
+
+class SchemaMappingForm(forms.ModelForm):
+    schema_id = TextField(label="Schema id")
+    data_source_id = TextField(label="Data source id")
+
+    class Meta:
+        model = SchemaMapping
+        fields = ["schema_id", "data_source_id"]
+
+    def clean_schema_id(self) -> str:
+        return check_text(self.cleaned_data["schema_id"])
+
+    def clean_data_source_id(self) -> str:
+        return check_text(self.cleaned_data["data_source_id"])
+
+
+class SchemaMappingFormSet(forms.BaseInlineFormSet):
+    """Checks the mapping as a whole with the API's rule (e.g. the number of entries)."""
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors):
+            return
+        mapping = {}
+        for form in self.forms:
+            data = getattr(form, "cleaned_data", None)
+            if not data or data.get("DELETE") or "schema_id" not in data:
+                continue
+            mapping[data["schema_id"]] = data["data_source_id"]
+        validate_mapping(mapping)
+
+
+class APIKeyAddForm(forms.ModelForm):
+    """Only what a person chooses; the key itself is made on the server."""
+
+    name = TextField(
+        required=False,
+        help_text="What the key is for, e.g. “Production backend”, to tell keys apart.",
+    )
+
+    class Meta:
+        model = APIKey
+        fields = ["workspace", "name", "expires_at"]
+        help_texts = {
+            "workspace": "The key acts for this workspace and sees only its user groups.",
+            "expires_at": "Leave empty for a key that does not expire.",
+        }
+
+    def clean_name(self) -> str:
+        return check_text(self.cleaned_data["name"], allow_empty=True)
+
+    def clean_expires_at(self):
+        expires_at = self.cleaned_data["expires_at"]
+        if expires_at is not None and expires_at <= timezone.now():
+            raise ValidationError("Must be in the future.", code="past")
+        return expires_at
+
+
+class APIKeyChangeForm(APIKeyAddForm):
+    class Meta(APIKeyAddForm.Meta):
+        fields = ["name", "expires_at"]
+
+    def clean_expires_at(self):
+        expires_at = self.cleaned_data["expires_at"]
+        if "expires_at" in self.changed_data:
+            return super().clean_expires_at()
+        return expires_at
