@@ -21,3 +21,17 @@ class ExactCharField(models.CharField):
                 "utf8mb4_nopad_bin" if connection.mysql_is_mariadb else "utf8mb4_0900_bin"
             )
         return params
+
+
+class PortableJSONField(models.JSONField):
+    """A JSONField that stores every document the API accepts, on every backend.
+
+    MariaDB's ``json`` type is LONGTEXT with ``CHECK (JSON_VALID(...))``, and JSON_VALID
+    refuses documents nested 32 deep, which ``MAX_PROPERTIES_DEPTH`` allows: storing one
+    failed the check (a 500). Plain LONGTEXT holds them; the app validates the JSON itself.
+    """
+
+    def db_type(self, connection: Any) -> str | None:
+        if connection.vendor == "mysql" and connection.mysql_is_mariadb:
+            return "longtext"
+        return super().db_type(connection)
