@@ -7,6 +7,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.mediatypes import _MediaType
 from rest_framework.views import APIView
 
 from . import services
@@ -36,6 +37,14 @@ class AlwaysJSON(DefaultContentNegotiation):
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
+
+    def select_parser(self, request, parsers):
+        """Only a body declared as JSON is read as JSON (else 415): DRF's matching
+        would also take a wildcard such as ``*/*`` or ``application/*`` for it."""
+        parser = super().select_parser(request, parsers)
+        if parser is None or _MediaType(request.content_type).full_type != parser.media_type:
+            return None
+        return parser
 
 
 def get_or_create_input(request: Request) -> dict[str, Any]:
@@ -76,7 +85,7 @@ class WorkspaceAPIView(APIView):
 class UserGroupView(WorkspaceAPIView):
     """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
 
-    http_method_names = ["get", "post"]
+    http_method_names = ["get", "post", "put", "delete"]
 
     def get(self, request: Request) -> Response:
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))

@@ -1,0 +1,129 @@
+"""How many queries each operation costs, and that creation writes in one transaction.
+
+The API key was used a moment ago in every test here (``fresh_key``), so its
+``last_used_at`` is not written and authenticating costs exactly one query.
+"""
+
+import pytest
+from django.db import DatabaseError, IntegrityError
+from django.db.models.query import QuerySet
+from django.utils import timezone
+
+from tests.conftest import get_or_create, rotate
+from tests.factories import SchemaMappingFactory
+from usergroups import crypto
+from usergroups.models import APIKey, SchemaMapping, UserGroup
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+MAPPING = {"sales": "pg-1", "hr": "pg-2", "ops": "pg-3"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_key(api_key):
+    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    return api_key
+
+
+@pytest.fixture
+def mapped_group(group):
+    for schema_id, source in MAPPING.items():
+        SchemaMappingFactory(group=group, schema_id=schema_id, data_source_id=source)
+    return group
+
+
+def statements(queries, kinds) -> list[str]:
+    return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(kinds)]
+
+
+def test_getting_an_existing_group_costs_two_queries_and_writes_nothing(
+    api_client, mapped_group, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(2) as queries:
+        response = get_or_create(api_client, {"user_group_id": mapped_group.provided_id})
+    body = response.json()
+    assert body["new_user_group"] is False
+    assert body["user_group"]["mapping"] == MAPPING
+    assert body["user_group"]["token"] == mapped_group.token
+    assert statements(queries.captured_queries, WRITES) == []
+    assert statements(queries.captured_queries, ("SAVEPOINT", "BEGIN")) == []
+
+
+def test_existing_group_without_mappings_costs_the_same(
+    api_client, group, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(2) as queries:
+        body = get_or_create(api_client, {"user_group_id": group.provided_id}).json()
+    assert body["user_group"]["mapping"] == {}
+    assert statements(queries.captured_queries, WRITES) == []
+
+
+def test_rotation_costs_at_most_three_queries_and_one_write(
+    api_client, mapped_group, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(3) as queries:
+        response = rotate(api_client, {"current_token": mapped_group.token})
+    assert response.status_code == 200
+    (update,) = statements(queries.captured_queries, WRITES)
+    assert update.lstrip().upper().startswith("UPDATE")
+
+
+def test_creation_with_three_mappings_costs_at_most_six_queries(
+    api_client, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(6) as queries:
+        response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
+    assert response.json()["new_user_group"] is True
+    inserts = statements(queries.captured_queries, ("INSERT",))
+    assert len(inserts) == 2  # the group, then its mappings in one statement
+    assert SchemaMapping.objects.count() == 3
+
+
+def test_creation_cost_does_not_grow_with_the_mapping(api_client, django_assert_max_num_queries):
+    mapping = {f"schema-{n}": f"source-{n}" for n in range(50)}
+    with django_assert_max_num_queries(6):
+        response = get_or_create(api_client, {"user_group_id": "acme", "mapping": mapping})
+    assert response.json()["user_group"]["mapping"] == mapping
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"not json", b'{"user_group_id": ""}', b'{"user_group_id": "a", "mapping": {"a": ""}}'],
+    ids=["parse-error", "invalid-id", "invalid-mapping"],
+)
+def test_rejected_input_costs_only_the_key_lookup(api_client, body, django_assert_num_queries):
+    with django_assert_num_queries(1):
+        assert get_or_create(api_client, body).status_code == 400
+
+
+def test_malformed_key_costs_no_query(anon_api_client, db, django_assert_num_queries):
+    anon_api_client.credentials(HTTP_AUTHORIZATION="Token ugk_malformed")
+    with django_assert_num_queries(0):
+        assert get_or_create(anon_api_client, {"user_group_id": "a"}).status_code == 401
+
+
+def test_unknown_token_costs_two_queries(api_client, django_assert_num_queries):
+    with django_assert_num_queries(2):
+        assert rotate(api_client, {"current_token": crypto.new_group_token()}).status_code == 404
+
+
+@pytest.mark.parametrize("error", [DatabaseError, IntegrityError])
+def test_a_failing_mapping_insert_leaves_no_group(api_client, monkeypatch, error):
+    """The group and its mappings are written in one transaction: all or nothing."""
+
+    def failing_bulk_create(self, objs, *args, **kwargs):
+        if self.model is SchemaMapping:
+            list(objs)
+            raise error("simulated constraint violation")
+        return original(self, objs, *args, **kwargs)
+
+    original = QuerySet.bulk_create
+    monkeypatch.setattr(QuerySet, "bulk_create", failing_bulk_create)
+    with pytest.raises(error, match="simulated"):
+        get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
+    monkeypatch.undo()
+    assert not UserGroup.objects.filter(provided_id="acme").exists()
+    assert not SchemaMapping.objects.exists()
+    # And the id is free: the next call creates it whole.
+    response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
+    assert response.json()["new_user_group"] is True
+    assert UserGroup.objects.get(provided_id="acme").mappings.count() == 3
