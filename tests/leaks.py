@@ -1,0 +1,51 @@
+"""Helpers for the tests that look for secrets where none may be (database dumps, logs).
+
+A secret is an API key (``ugk_…``) or a group token (``ugt_…``). Besides the secret
+itself, a leak may show only its random part, a piece of it, or its raw bytes in hex or
+in standard base64; :func:`fragments` lists all of these so a test can look for each.
+"""
+
+import base64
+import re
+
+from usergroups import crypto
+
+# A window of the random part this long is a leak (a key's lookup prefix is public).
+WINDOW = 16
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def fragments(secret: str) -> set[str]:
+    """Every string whose presence would give ``secret`` (or most of it) away."""
+    assert secret.startswith((crypto.KEY_PREFIX, crypto.TOKEN_PREFIX)), secret
+    random_part = secret[4:]
+    # An API key's first characters are stored and logged on purpose: its prefix names it.
+    public = crypto.KEY_LOOKUP_LENGTH - 4 if secret.startswith(crypto.KEY_PREFIX) else 0
+    private = random_part[public:]
+    raw = _unb64(random_part)
+    found = {secret, random_part, raw.hex(), raw.hex().upper()}
+    found.add(base64.b64encode(raw).decode().rstrip("="))
+    found.update(private[i : i + WINDOW] for i in range(len(private) - WINDOW + 1))
+    return found
+
+
+def find_leaks(haystack: str | bytes, secrets: dict[str, str]) -> list[str]:
+    """Names of the ``{name: secret}`` entries of which some fragment is in ``haystack``."""
+    if isinstance(haystack, bytes):
+        # Text may be stored as UTF-8 (SQLite, dumps) or UTF-16; look in both.
+        texts = [haystack.decode("latin-1"), haystack.decode("utf-16-le", errors="ignore")]
+    else:
+        texts = [haystack]
+    leaks = []
+    for name, secret in secrets.items():
+        for fragment in sorted(fragments(secret)):
+            if any(fragment in text for text in texts):
+                leaks.append(f"{name}: {fragment!r}")
+                break
+    return leaks
+
+
+SECRET_SHAPE = re.compile(r"ug[kt]_[A-Za-z0-9_-]{43}")

@@ -1,0 +1,274 @@
+"""A real server: gunicorn with several worker processes on one SQLite file.
+
+Threads in one process (test_races.py) cannot show what separate processes do to
+SQLite: each worker has its own connection and its own view of the lock, and a missing
+busy timeout or a deferred transaction answers 500 "database is locked". Here the
+example project runs exactly as deployed (its own settings, not the test settings).
+"""
+
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.live
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = 3
+TIMEOUT = 20
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_env(database: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "DATABASE_", "USERGROUPS_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="example_project.settings",
+        DATABASE_URL=f"sqlite:///{database}",
+        DJANGO_SECRET_KEY="usergroups-live-test-secret-key-0123456789-abcdefghijklmnop",
+        DJANGO_DEBUG="false",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def manage(env, *args) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+class Server:
+    def __init__(self, port: int, key: str, database: Path | None = None):
+        self.port, self.key, self.database = port, key, database
+
+    def groups_per_id(self, like: str) -> dict[str, int]:
+        """Rows per ``provided_id`` in the server's database file, read directly."""
+        with closing(sqlite3.connect(self.database, timeout=TIMEOUT)) as db:
+            rows = db.execute(
+                "SELECT provided_id, COUNT(*) FROM usergroups_usergroup"
+                " WHERE provided_id LIKE ? GROUP BY provided_id",
+                (like,),
+            ).fetchall()
+        return dict(rows)
+
+    def request(self, method: str, body: dict) -> tuple[int, dict]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
+        try:
+            conn.request(
+                method,
+                "/api/user",
+                body=json.dumps(body),
+                headers={
+                    "Authorization": f"Token {self.key}",
+                    "Content-Type": "application/json",
+                },
+            )
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            conn.close()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = {"raw": raw[:500].decode("utf-8", "replace")}
+        return response.status, payload
+
+    def get_or_create(self, user_group_id: str) -> tuple[int, dict]:
+        return self.request("GET", {"user_group_id": user_group_id})
+
+    def rotate(self, token: str) -> tuple[int, dict]:
+        return self.request("POST", {"current_token": token})
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("live")
+    env = server_env(tmp / "db.sqlite3")
+    manage(env, "migrate", "--noinput")
+    key = manage(env, "create_api_key", "--workspace", "live").strip()
+    log = open(tmp / "gunicorn.log", "w+")
+    for _attempt in range(3):  # the port may be taken between free_port() and bind
+        port = free_port()
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "example_project.wsgi",
+                "--workers",
+                str(WORKERS),
+                "--worker-class",
+                "sync",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--timeout",
+                "30",
+                "--graceful-timeout",
+                "2",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        if wait_until_serving(process, port, key):
+            break
+        stop(process)
+    else:
+        log.seek(0)
+        pytest.fail(f"gunicorn did not start:\n{log.read()[-3000:]}")
+    try:
+        yield Server(port, key, tmp / "db.sqlite3")
+    finally:
+        stop(process)
+        log.seek(0)
+        output = log.read()
+        log.close()
+    # Whatever the answers were, no worker may have logged a server error.
+    assert "Traceback" not in output, output[-5000:]
+    assert "database is locked" not in output, output[-5000:]
+
+
+def wait_until_serving(process, port, key) -> bool:
+    deadline = time.monotonic() + 40  # generous: CI machines can be slow to fork workers
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            status, _ = Server(port, key).get_or_create("warm-up")
+        except OSError:
+            time.sleep(0.1)
+            continue
+        return status == 200
+    return False
+
+
+def stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def concurrently(calls):
+    """Run every zero-argument call in its own thread, released together."""
+    barrier = threading.Barrier(len(calls))
+    results = [None] * len(calls)
+
+    def worker(index):
+        barrier.wait(timeout=TIMEOUT)
+        try:
+            results[index] = calls[index]()
+        except Exception as exc:  # a timeout or a reset is a failure, reported below
+            results[index] = (None, {"exception": repr(exc)})
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT * 2)
+    assert not any(thread.is_alive() for thread in threads)
+    return results
+
+
+def assert_no_server_errors(results):
+    failed = [(status, body) for status, body in results if status is None or status >= 500]
+    assert not failed, failed
+
+
+def test_same_new_id_on_every_worker_makes_one_group(server):
+    for round_ in range(3):
+        results = concurrently([lambda r=round_: server.get_or_create(f"same-{r}")] * 12)
+
+        assert_no_server_errors(results)
+        assert [status for status, _ in results] == [200] * 12, results
+        assert sum(body["new_user_group"] for _, body in results) == 1
+        assert len({body["user_group"]["token"] for _, body in results}) == 1
+        assert len({body["user_group"]["team_id"] for _, body in results}) == 1
+    assert server.groups_per_id("same-%") == {f"same-{n}": 1 for n in range(3)}
+
+
+def test_different_ids_at_once(server):
+    ids = [f"many-{n}" for n in range(8)]
+    results = concurrently([lambda i=i: server.get_or_create(i) for i in ids * 3])
+
+    assert_no_server_errors(results)
+    assert [status for status, _ in results] == [200] * len(results), results
+    by_id = {}
+    for _, body in results:
+        by_id.setdefault(body["user_group"]["provided_id"], []).append(body)
+    assert sorted(by_id) == sorted(ids)
+    for answers in by_id.values():
+        assert sum(body["new_user_group"] for body in answers) == 1
+        assert len({body["user_group"]["token"] for body in answers}) == 1
+        assert len({body["user_group"]["team_id"] for body in answers}) == 1
+    team_ids = {answers[0]["user_group"]["team_id"] for answers in by_id.values()}
+    assert len(team_ids) == len(ids)
+    assert server.groups_per_id("many-%") == dict.fromkeys(ids, 1)
+
+
+def test_concurrent_rotations_have_one_winner(server):
+    status, body = server.get_or_create("rotated")
+    assert status == 200
+    token = body["user_group"]["token"]
+    for _round in range(3):
+        results = concurrently([lambda t=token: server.rotate(t)] * 9)
+
+        assert_no_server_errors(results)
+        statuses = sorted(status for status, _ in results)
+        assert statuses == [200] + [404] * 8, results
+        (winner,) = [body for status, body in results if status == 200]
+        new_token = winner["user_group"]["token"]
+        # The winner's token is the one stored: get-or-create shows it, and the old is gone.
+        status, body = server.get_or_create("rotated")
+        assert (status, body["user_group"]["token"]) == (200, new_token)
+        assert server.rotate(token)[0] == 404
+        token = new_token
+
+
+def test_mixed_load_never_answers_5xx(server):
+    status, body = server.get_or_create("mixed")
+    assert status == 200
+    token = body["user_group"]["token"]
+    calls = [lambda n=n: server.get_or_create(f"mixed-{n % 5}") for n in range(15)]
+    calls += [lambda: server.rotate(token)] * 5
+    calls += [lambda: server.get_or_create("mixed")] * 5
+    results = concurrently(calls)
+
+    assert_no_server_errors(results)
+    statuses = [status for status, _ in results]
+    assert statuses[:15] == [200] * 15, results
+    assert sorted(statuses[15:20]) == [200] + [404] * 4, results
+    assert statuses[20:] == [200] * 5, results
+    assert server.groups_per_id("mixed-%") == {f"mixed-{n}": 1 for n in range(5)}
