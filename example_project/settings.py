@@ -5,6 +5,7 @@
 ``check --deploy`` asks of a site behind a TLS-terminating proxy.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -18,11 +19,17 @@ env = environ.Env(
 )
 
 DEBUG = env("DJANGO_DEBUG")
+# Secrets are read verbatim, not through env(): django-environ takes a value that starts
+# with "$" for the name of another variable to read instead, and a key made by Django's
+# get_random_secret_key() starts with "$" one time in 50.
 # A fixed development key only while DEBUG is on; production must set its own.
-SECRET_KEY = env(
-    "DJANGO_SECRET_KEY",
-    default="django-insecure-usergroups-example-only-change-me-0123456789" if DEBUG else None,
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
+    "django-insecure-usergroups-example-only-change-me-0123456789" if DEBUG else None
 )
+# Old keys, comma-separated, while rotating DJANGO_SECRET_KEY (see README: Security model).
+SECRET_KEY_FALLBACKS = [
+    key for key in os.environ.get("DJANGO_SECRET_KEY_FALLBACKS", "").split(",") if key
+]
 ALLOWED_HOSTS = env("DJANGO_ALLOWED_HOSTS")
 
 INSTALLED_APPS = [
@@ -35,6 +42,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "usergroups",
+    "example_project.demo",  # manage.py demo_setup, for make demo
+    "example_project.dashboards",  # the embed flow: /demo/, /embed/dashboard/
 ]
 
 MIDDLEWARE = [
@@ -121,12 +130,24 @@ USERGROUPS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        # Server errors with their traceback. Django's own console handler prints only
+        # while DEBUG is on and mail_admins needs ADMINS: without this handler a
+        # production server answers 500 and logs nothing.
+        "server_errors": {
+            "class": "logging.StreamHandler",
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+        },
+    },
     "loggers": {
         "usergroups": {
             "handlers": ["console"],
             "level": env("USERGROUPS_LOG_LEVEL", default="INFO"),
-        }
+        },
+        "django.request": {"handlers": ["server_errors"]},
     },
 }
 

@@ -1,0 +1,68 @@
+# Front doors: `make demo` (serve the example project with a demo key) and `make test`.
+# Needs only Python >= 3.11 and make; everything else goes into .venv.
+
+PYTHON ?= python3
+VENV ?= .venv
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+
+comma := ,
+# The MySQL driver is compiled (needs libmariadb-dev and pkg-config): only when it is used.
+TEST_EXTRAS := test$(if $(filter mysql%,$(DATABASE_URL)),$(comma)mysql)
+
+.PHONY: help demo demo-setup test lint tox clean
+
+help:
+	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
+	@echo "make test   create .venv, run the suite (DATABASE_URL picks the database; default SQLite)"
+	@echo "make lint   ruff check and ruff format --check"
+	@echo "make tox    the Python x Django matrix of tox.ini (needs python3.12 and python3.13)"
+	@echo "make clean  remove .venv, .tox and the demo database and key"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# One stamp per set of extras, redone when pyproject.toml changes.
+$(VENV)/.installed-%: pyproject.toml | $(PY)
+	$(PIP) install -e ".[$*]"
+	@touch $@
+
+demo-setup: $(VENV)/.installed-example
+	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
+	DJANGO_DEBUG=true $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
+
+demo: demo-setup
+	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
+
+test: $(VENV)/.installed-$(TEST_EXTRAS)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(PY)
+	$(PIP) install -q ruff
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+tox: $(PY)
+	$(PIP) install -q tox
+	$(VENV)/bin/tox $(TOX_ARGS)
+
+clean:
+	rm -rf $(VENV) .tox db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
+
+# make bench: usergroups against two DRF baselines under gunicorn + wrk, on SQLite and
+# PostgreSQL (database `bench` at 127.0.0.1, created if missing); see bench/run.py.
+# Writes bench/RESULTS.md and bench/results.png. BENCH_ARGS passes options, e.g.
+# BENCH_ARGS="--rounds 5" or BENCH_ARGS="--backends sqlite --profile".
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: $(VENV)/.installed-bench
+	@command -v wrk >/dev/null 2>&1 || { \
+		echo "installing wrk (Debian package)"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq wrk; }
+	$(PY) -m bench.run $(BENCH_ARGS)

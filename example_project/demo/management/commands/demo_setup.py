@@ -1,0 +1,127 @@
+"""``manage.py demo_setup``: the demo workspace and its API key, idempotently.
+
+API keys are never recoverable from the database, so the plain demo key is kept in
+a git-ignored file (``.demo-api-key`` in the repo root). It is reused while it still
+authenticates; otherwise (first run, database deleted, key revoked or expired) a new
+key is issued and the file rewritten. Then the key and curl commands are printed.
+"""
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from usergroups.authentication import find_api_key
+from usergroups.models import APIKey, Workspace
+
+KEY_NAME = "demo (make demo)"
+
+
+def read_key(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def write_key(path: Path, key: str) -> None:
+    """Write the key readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as file:
+        file.write(key + "\n")
+    os.chmod(path, 0o600)
+
+
+class Command(BaseCommand):
+    help = "Create the demo workspace and an API key (reused while it works); print curl commands."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--workspace", default="demo", help="Workspace slug (default: demo).")
+        parser.add_argument(
+            "--key-file",
+            type=Path,
+            default=Path(getattr(settings, "BASE_DIR", ".")) / ".demo-api-key",
+            help="Where the plain demo key is kept (default: .demo-api-key in the repo root).",
+        )
+        parser.add_argument(
+            "--base-url", default="http://127.0.0.1:8000", help="Server address for the examples."
+        )
+
+    def handle(self, *args, workspace: str, key_file: Path, base_url: str, **options):
+        with transaction.atomic():
+            space, created = Workspace.objects.get_or_create(
+                slug=workspace, defaults={"name": "Demo"}
+            )
+            key = read_key(key_file)
+            row = find_api_key(key) if key else None
+            usable = (
+                row is not None
+                and row.workspace_id == space.pk
+                and APIKey.objects.usable().filter(pk=row.pk).exists()
+            )
+            if not usable:
+                row, key = APIKey.issue(space, name=KEY_NAME)
+        if not usable:
+            write_key(key_file, key)
+        what = "Created" if created else "Using"
+        self.stdout.write(f"{what} workspace {space.slug!r}.")
+        if usable:
+            self.stdout.write(f"Reusing the demo API key {row.prefix}… from {key_file}.")
+        else:
+            self.stdout.write(f"Issued a new demo API key {row.prefix}…, saved to {key_file}.")
+        self.stdout.write(self.instructions(key, base_url.rstrip("/")))
+
+    def instructions(self, key: str, base_url: str) -> str:
+        url = f"{base_url}/api/user"
+        auth = shlex.quote(f"Authorization: Token {key}")
+        json_type = "-H 'Content-Type: application/json'"
+        curl = "curl -sS -w '\\n'"  # -w: a newline after the JSON answer
+        body = json.dumps(
+            {
+                "user_group_id": "acme",
+                "name": "Acme Inc.",
+                "mapping": {"sales": "warehouse-eu"},
+                "properties": {"region": "eu", "plan": "pro"},
+            }
+        )
+        get = f"{curl} -X GET {url} -H {auth} {json_type} -d {shlex.quote(body)}"
+        query_mapping = "mapping=" + json.dumps({"sales": "warehouse-us"})
+        query = (
+            f"{curl} -G {url} -H {auth} --data-urlencode user_group_id=globex "
+            f"--data-urlencode 'name=Globex' "
+            f"--data-urlencode {shlex.quote(query_mapping)}"
+        )
+        repeat = f"{curl} -X GET {url} -H {auth} {json_type} -d " + shlex.quote(
+            json.dumps({"user_group_id": "acme"})
+        )
+        extract = (
+            'python3 -c \'import json,sys; print(json.load(sys.stdin)["user_group"]["token"])\''
+        )
+        rotate = (
+            f"TOKEN=$({repeat} | {extract})\n"
+            f"{curl} -X POST {url} -H {auth} {json_type} "
+            '-d "{\\"current_token\\": \\"$TOKEN\\"}"'
+        )
+        return f"""
+Demo API key (also in .demo-api-key; shown by every `make demo`):
+
+    {key}
+
+Paste these into another terminal once the server below is running:
+
+# Get or create the user group "acme" (JSON body on GET): new_user_group is true the first time
+{get}
+
+# Get or create "globex", fields in the query string (for clients that cannot send a body with GET)
+{query}
+
+# Get it again: new_user_group is false, same token, nothing changes
+{repeat}
+
+# Rotate acme's token: the old one stops working at once (a second rotation of it is 404)
+{rotate}
+"""
