@@ -6,4 +6,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("", include("usergroups.urls")),
+    # The embed flow, visible: customer site, embedded dashboard, its data endpoint.
+    path("", include("example_project.dashboards.urls")),
 ]

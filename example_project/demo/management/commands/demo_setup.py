@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from example_project.dashboards.demo import seed_demo
 from usergroups.authentication import find_api_key
 from usergroups.models import APIKey, Workspace
 
@@ -74,6 +75,7 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Issued a new demo API key {row.prefix}…, saved to {key_file}.")
         self.stdout.write(self.instructions(key, base_url.rstrip("/")))
+        seed_demo(space, self.stdout, base_url)  # demo groups; prints the /demo/ page's URL
 
     def instructions(self, key: str, base_url: str) -> str:
         url = f"{base_url}/api/user"

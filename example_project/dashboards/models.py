@@ -1,0 +1,32 @@
+"""Two "data sources" of sample sales rows: one table each, as two warehouses would be.
+
+A group's mapping names its data source for the schema id ``sales``
+(``{"sales": "eu_warehouse"}``); :mod:`.sources` turns that name into one of these tables.
+"""
+
+from django.db import models
+
+
+class SalesRow(models.Model):
+    region = models.CharField(max_length=32)
+    product = models.CharField(max_length=64)
+    month = models.CharField(max_length=7, help_text="YYYY-MM")
+    amount = models.IntegerField()
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.region} {self.product} {self.month}: {self.amount}"
+
+
+class EuWarehouseSale(SalesRow):
+    class Meta:
+        db_table = "dashboards_sales_eu_warehouse"
+        indexes = [models.Index(fields=["region", "month"], name="dash_eu_region_month")]
+
+
+class UsWarehouseSale(SalesRow):
+    class Meta:
+        db_table = "dashboards_sales_us_warehouse"
+        indexes = [models.Index(fields=["region", "month"], name="dash_us_region_month")]

@@ -1,0 +1,79 @@
+"""The dashboard's one query: a group's sales rows, filtered by its properties.
+
+The host writes the SQL once, with ``{{ regions }}`` where the group's value goes;
+``usergroups.variables.render_sql`` makes it DB-API SQL plus parameters, so a property
+value (however hostile) is only ever data. The data source (the table) comes from the
+group's mapping for the schema id ``sales``, through the allow-list in :mod:`.sources`.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, router
+
+from usergroups.models import UserGroup
+from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
+
+from .sources import DATA_SOURCES
+
+SCHEMA_ID = "sales"
+COLUMNS = ("region", "product", "month", "amount")
+# {table} and {columns} are filled from model metadata (quoted identifiers, never input);
+# {{ regions }} is the group's variable, filled by render_sql as parameters.
+QUERY = (
+    "SELECT {columns} FROM {table}"
+    " WHERE {region} IN {{{{ regions }}}}"
+    " ORDER BY {month}, {region}, {product}"
+)
+
+
+class NoDataSource(LookupError):
+    """The group's mapping names no data source this site has for ``sales``."""
+
+
+@dataclass
+class SalesResult:
+    data_source: str
+    variables: dict[str, Any]
+    sql: str
+    params: list
+    rows: list[dict[str, Any]]
+
+
+def dashboard_variables(group: UserGroup) -> dict[str, Any]:
+    """The group's properties as variables; ``regions`` may be one value or a list.
+
+    A missing ``regions`` stays missing: render_sql then refuses the query, rather than
+    a group without a filter seeing every row.
+    """
+    variables = group_variables(group)
+    if "regions" in variables and not isinstance(variables["regions"], list | tuple):
+        variables["regions"] = [variables["regions"]]  # null: [None], IN (NULL), no rows
+    return variables
+
+
+def sales_rows(group: UserGroup) -> SalesResult:
+    """Run the query for ``group`` on its data source. Raises NoDataSource, VariableError."""
+    source = data_source_for(group, SCHEMA_ID)
+    model = DATA_SOURCES.get(source) if isinstance(source, str) else None
+    if model is None:
+        raise NoDataSource(source)
+    variables = dashboard_variables(group)
+    using = router.db_for_read(model)
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    column = {name: quote(model._meta.get_field(name).column) for name in COLUMNS}
+    query = QUERY.format(
+        columns=", ".join(column[name] for name in COLUMNS),
+        table=quote(model._meta.db_table),
+        **column,
+    )
+    sql, params = render_sql(query, variables)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = [dict(zip(COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+    used = {"regions": variables["regions"]}
+    return SalesResult(data_source=source, variables=used, sql=sql, params=params, rows=rows)
+
+
+__all__ = ["NoDataSource", "SalesResult", "VariableError", "sales_rows", "dashboard_variables"]

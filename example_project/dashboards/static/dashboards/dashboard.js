@@ -1,0 +1,235 @@
+// The embedded dashboard: wait for the group token from the customer site, fetch the
+// group's rows with it in the Authorization header, draw a chart and a table.
+(() => {
+  "use strict";
+
+  const root = document.getElementById("dashboard");
+  const salesUrl = root.dataset.salesUrl;
+  const parentOrigins = new Set([
+    window.location.origin,
+    ...JSON.parse(document.getElementById("parent-origins").textContent),
+  ]);
+  const $ = (id) => document.getElementById(id);
+  const numbers = new Intl.NumberFormat("en-US");
+  const COLORS = ["#4f6bed", "#16a085", "#f29d38", "#c2417f", "#7a8699", "#8e5cd9"];
+  const SVG = "http://www.w3.org/2000/svg";
+  let token = null;
+
+  function toParent(message) {
+    if (window.parent === window) return;
+    // Nothing secret goes this way; a target that does not match is dropped.
+    for (const origin of parentOrigins) window.parent.postMessage(message, origin);
+  }
+
+  function setState(state) {
+    root.dataset.state = state;
+    $("refresh").disabled = token === null || state === "loading";
+  }
+
+  function showStatus(kind, title, text) {
+    const status = $("status");
+    status.className = `status status-${kind}`;
+    $("status-title").textContent = title;
+    $("status-text").textContent = text;
+    status.hidden = false;
+  }
+
+  function showError(state, title, text) {
+    $("dash-title").textContent = "Sales";
+    $("dash-sub").textContent = "";
+    $("content").hidden = true;
+    $("rows").tBodies[0].replaceChildren();
+    $("chart").replaceChildren();
+    showStatus("error", title, text);
+    setState(state);
+  }
+
+  async function load() {
+    if (token === null) return;
+    setState("loading");
+    let response;
+    let body = null;
+    try {
+      response = await fetch(salesUrl, {
+        headers: { Authorization: `GroupToken ${token}`, Accept: "application/json" },
+        credentials: "omit",
+        cache: "no-store",
+      });
+      body = await response.json().catch(() => null);
+    } catch (error) {
+      showError("error", "Unreachable.", "The dashboard could not reach its server.");
+      return;
+    }
+    if (response.status === 401) {
+      showError(
+        "refused",
+        "Access refused.",
+        "This dashboard's token is no longer valid: it was rotated or its group deleted. " +
+          "Reload the page to get a fresh one.",
+      );
+      return;
+    }
+    if (!response.ok || !body || body.success !== 1) {
+      const message = body && body.error ? body.error.message : `The server answered ${response.status}.`;
+      showError("error", "No data.", message);
+      return;
+    }
+    render(body);
+  }
+
+  function cell(row, text, className) {
+    const td = row.insertCell();
+    td.textContent = text;
+    if (className) td.className = className;
+  }
+
+  function render(data) {
+    const rows = data.rows;
+    const regions = [...new Set(rows.map((row) => row.region))].sort();
+    const months = [...new Set(rows.map((row) => row.month))].sort();
+    const color = new Map(regions.map((region, i) => [region, COLORS[i % COLORS.length]]));
+    const totals = new Map(); // "month|region" -> amount
+    const byMonth = new Map();
+    for (const row of rows) {
+      const key = `${row.month}|${row.region}`;
+      totals.set(key, (totals.get(key) || 0) + row.amount);
+      byMonth.set(row.month, (byMonth.get(row.month) || 0) + row.amount);
+    }
+    const total = rows.reduce((sum, row) => sum + row.amount, 0);
+    const best = [...byMonth].sort((a, b) => b[1] - a[1])[0];
+
+    $("dash-title").textContent = `Sales · ${data.user_group.name}`;
+    const wanted = [].concat(data.variables.regions ?? []).join(", ");
+    $("dash-sub").textContent = `Data source ${data.data_source} · regions ${wanted || "none"}`;
+    $("kpi-total").textContent = numbers.format(total);
+    $("kpi-best").textContent = best ? `${monthName(best[0])} (${numbers.format(best[1])})` : "–";
+    $("kpi-regions").textContent = regions.join(", ") || "–";
+    $("kpi-rows").textContent = numbers.format(rows.length);
+
+    const body = $("rows").tBodies[0];
+    body.replaceChildren();
+    for (const row of rows) {
+      const tr = body.insertRow();
+      cell(tr, row.region, "region");
+      cell(tr, row.product);
+      cell(tr, monthName(row.month));
+      cell(tr, numbers.format(row.amount), "num");
+    }
+    if (!rows.length) {
+      const tr = body.insertRow();
+      const td = tr.insertCell();
+      td.colSpan = 4;
+      td.className = "empty";
+      td.textContent = "No rows for this group's regions.";
+    }
+
+    $("legend").replaceChildren(
+      ...regions.map((region) => {
+        const item = document.createElement("span");
+        item.className = "legend-item";
+        const swatch = document.createElementNS(SVG, "svg");
+        swatch.setAttribute("width", "12");
+        swatch.setAttribute("height", "12");
+        swatch.append(svg("rect", { width: 12, height: 12, rx: 3, fill: color.get(region) }));
+        item.append(swatch, document.createTextNode(region));
+        return item;
+      }),
+    );
+    drawChart(months, regions, totals, color);
+    $("query-sql").textContent = data.query.sql;
+    $("query-params").textContent = JSON.stringify(data.query.params);
+
+    $("status").hidden = true;
+    $("content").hidden = false;
+    setState("ready");
+  }
+
+  function monthName(month) {
+    const [year, number] = month.split("-").map(Number);
+    if (!year || !number) return month;
+    return new Date(Date.UTC(year, number - 1, 1)).toLocaleString("en-US", {
+      month: "short",
+      year: "numeric",
+      timeZone: "UTC",
+    });
+  }
+
+  function svg(name, attributes, text) {
+    const element = document.createElementNS(SVG, name);
+    for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+    if (text !== undefined) element.textContent = text;
+    return element;
+  }
+
+  // The top of the axis: four equal steps of a round size (…, 5,000, 7,500, 10,000, …).
+  function niceMax(value, ticks) {
+    if (value <= 0) return ticks;
+    const raw = value / ticks;
+    const power = 10 ** Math.floor(Math.log10(raw));
+    const factor = [1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10].find((f) => f * power >= raw);
+    return factor * power * ticks;
+  }
+
+  function drawChart(months, regions, totals, color) {
+    const chart = $("chart");
+    const [width, height] = [760, 260];
+    const margin = { top: 12, right: 8, bottom: 30, left: 64 };
+    const plotW = width - margin.left - margin.right;
+    const plotH = height - margin.top - margin.bottom;
+    const max = niceMax(Math.max(0, ...totals.values()), 4);
+    const y = (value) => margin.top + plotH - (value / max) * plotH;
+    const parts = [];
+    for (let i = 0; i <= 4; i++) {
+      const value = (max / 4) * i;
+      parts.push(svg("line", { x1: margin.left, x2: width - margin.right, y1: y(value), y2: y(value), class: "grid" }));
+      parts.push(svg("text", { x: margin.left - 10, y: y(value) + 4, class: "axis", "text-anchor": "end" }, numbers.format(value)));
+    }
+    const slot = months.length ? plotW / months.length : plotW;
+    const inner = slot * 0.72;
+    const barW = regions.length ? inner / regions.length : inner;
+    months.forEach((month, m) => {
+      const x0 = margin.left + m * slot + (slot - inner) / 2;
+      regions.forEach((region, r) => {
+        const value = totals.get(`${month}|${region}`) || 0;
+        const bar = svg("rect", {
+          x: x0 + r * barW + 1,
+          y: y(value),
+          width: Math.max(barW - 2, 1),
+          height: Math.max(margin.top + plotH - y(value), 0),
+          rx: 3,
+          fill: color.get(region),
+          class: "bar",
+        });
+        bar.append(svg("title", {}, `${region}, ${monthName(month)}: ${numbers.format(value)}`));
+        parts.push(bar);
+      });
+      parts.push(svg("text", { x: margin.left + m * slot + slot / 2, y: height - 8, class: "axis", "text-anchor": "middle" }, monthName(month)));
+    });
+    chart.replaceChildren(...parts);
+  }
+
+  window.addEventListener("message", (event) => {
+    if (event.source !== window.parent || !parentOrigins.has(event.origin)) return;
+    const message = event.data || {};
+    if (message.type === "usergroups:token" && typeof message.token === "string") {
+      token = message.token;
+      $("dash-sub").textContent = "Loading…";
+      load();
+    }
+  });
+  $("refresh").addEventListener("click", load);
+
+  // The frame takes the dashboard's own height (not the document's, which is never
+  // less than the frame's), so it can shrink too.
+  new ResizeObserver(() =>
+    toParent({ type: "usergroups:resize", height: root.getBoundingClientRect().height }),
+  ).observe(root);
+
+  if (window.parent === window) {
+    $("dash-sub").textContent = "";
+    $("refresh").hidden = true;
+    showStatus("info", "Embedded only.", "A customer site frames this page and hands it a group token; open /demo/.");
+  } else {
+    toParent({ type: "usergroups:ready" });
+  }
+})();
