@@ -86,8 +86,8 @@ class Command(BaseCommand):
             {
                 "user_group_id": "acme",
                 "name": "Acme Inc.",
-                "mapping": {"sales": "warehouse-eu"},
-                "properties": {"region": "eu", "plan": "pro"},
+                "mapping": {"sales": "eu_warehouse"},
+                "properties": {"regions": ["DE"], "plan": "pro"},
             }
         )
         get = f"{curl} -X GET {url} -H {auth} {json_type} -d {shlex.quote(body)}"
