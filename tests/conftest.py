@@ -1,4 +1,6 @@
 import json
+import logging
+import re
 from contextlib import contextmanager
 
 import pytest
@@ -93,3 +95,71 @@ def other_workspace(db):
 def other_api_client(other_workspace):
     """An APIClient with a key of ``other_workspace``: another tenant."""
     return client_for(APIKeyFactory(workspace=other_workspace))
+
+
+# --- Session-wide guard: no log record of the whole run holds a secret ---------------------
+
+SECRET_IN_LOG = re.compile(r"ugk_[A-Za-z0-9_-]{43}|ugt_[A-Za-z0-9_-]{43}")
+
+
+def secrets_in(text: str) -> list[str]:
+    """Every API key or group token shaped string in ``text``."""
+    return SECRET_IN_LOG.findall(text)
+
+
+class SecretLogGuard(logging.Handler):
+    """Formats every record it is handed (message, traceback, stack) and keeps those
+    that hold a secret. Only leaks are kept: the run logs thousands of records."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+        self.checked = 0
+        self.leaks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+        except Exception:  # a record whose args do not fit its message
+            text = f"{record.msg!r} {record.args!r}"
+        self.checked += 1
+        found = secrets_in(text)
+        if found:
+            # Named, not shown: the report of a leak must not repeat it.
+            shown = text.splitlines()[0]
+            for secret in found:
+                shown = shown.replace(secret, secret[:8] + "…")
+            self.leaks.append(f"{record.name} ({record.pathname}:{record.lineno}): {shown}")
+
+    def check(self) -> None:
+        if self.leaks:
+            pytest.fail(
+                f"{len(self.leaks)} of {self.checked} log records held an API key or a group "
+                "token:\n" + "\n".join(self.leaks[:20]),
+                pytrace=False,
+            )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_secret_in_any_log_record():
+    """For the whole run: every record that reaches the root logger (and loggers that do
+    not propagate) is checked; a secret in any fails the run at its end. The app's own
+    ``usergroups`` loggers are opened down to DEBUG, so their debug records count too."""
+    guard = SecretLogGuard()
+    app_logger = logging.getLogger("usergroups")
+    app_level = app_logger.level
+    app_logger.setLevel(logging.DEBUG)
+    attached = [logging.root] + [
+        logger
+        for logger in logging.root.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger) and not logger.propagate
+    ]
+    for logger in attached:
+        logger.addHandler(guard)
+    try:
+        yield guard
+    finally:
+        for logger in attached:
+            logger.removeHandler(guard)
+        app_logger.setLevel(app_level)
+    guard.check()

@@ -1,0 +1,170 @@
+"""A real ``example_project`` under gunicorn on loopback, for the fuzz and fault runs.
+
+Used by tests/test_fuzz.py and the scripts in .ci/ (fuzz.py, fault_test.py). The server
+runs exactly as deployed: the example project's own settings, read from the environment.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"  # loopback only, always
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def server_env(database_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a production-like example project on ``database_url``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "DATABASE_", "USERGROUPS_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="example_project.settings",
+        DATABASE_URL=database_url,
+        DJANGO_SECRET_KEY="usergroups-live-run-secret-key-0123456789-abcdefghijklmnopqr",
+        DJANGO_DEBUG="false",
+        DJANGO_ALLOWED_HOSTS=HOST,
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
+    """``manage.py ARGS`` in a subprocess; its stdout. Raises on a non-zero exit."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def _no_control_socket() -> list[str]:
+    """gunicorn >= 25 opens a control socket at one path per user (~/.gunicorn), which
+    servers running side by side would take from one another; these need none."""
+    from gunicorn import config
+
+    names = {setting.name for setting in config.KNOWN_SETTINGS}
+    return ["--no-control-socket"] if "control_socket_disable" in names else []
+
+
+class Gunicorn:
+    """``gunicorn example_project.wsgi`` with sync workers on a free loopback port."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, workers: int, *extra_args: str):
+        self.env, self.log_path, self.workers, self.extra_args = env, log_path, workers, extra_args
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def start(self, timeout: float = 40) -> "Gunicorn":
+        log = open(self.log_path, "ab")
+        try:
+            for _attempt in range(3):  # the port may be taken between free_port() and bind
+                self.port = free_port()
+                self.process = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "gunicorn",
+                        "example_project.wsgi",
+                        "--workers",
+                        str(self.workers),
+                        "--worker-class",
+                        "sync",
+                        "--bind",
+                        f"{HOST}:{self.port}",
+                        "--timeout",
+                        "30",
+                        "--graceful-timeout",
+                        "2",
+                        *_no_control_socket(),
+                        *self.extra_args,
+                    ],
+                    cwd=ROOT,
+                    env=self.env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+                if self._wait_until_serving(timeout):
+                    return self
+                self.stop()
+        finally:
+            log.close()
+        raise RuntimeError(f"gunicorn did not start:\n{self.log()[-3000:]}")
+
+    def _wait_until_serving(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                # Any HTTP answer (401 without a key) means a worker is serving.
+                urllib.request.urlopen(f"{self.base_url}/api/user", timeout=5)
+            except urllib.error.HTTPError:
+                return True
+            except OSError:
+                time.sleep(0.1)
+                continue
+            return True
+        return False
+
+    def worker_pids(self) -> list[int]:
+        """The master's children: the processes whose parent it is, read from /proc."""
+        master, pids = self.process.pid, []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+            except OSError:  # gone meanwhile
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = text[text.rindex(")") + 2 :].split()
+            if int(fields[1]) == master:
+                pids.append(int(stat.parent.name))
+        return sorted(pids)
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def __enter__(self) -> "Gunicorn":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()

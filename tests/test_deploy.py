@@ -1,0 +1,86 @@
+"""The example project's production settings pass ``manage.py check --deploy``.
+
+Run in a subprocess, with only the environment a deployment sets: the settings module
+reads it at import, so ``override_settings`` could not show what a real start-up does.
+"""
+
+import os
+import secrets
+import string
+import subprocess
+import sys
+
+import pytest
+
+from tests.live_server import ROOT
+
+# The characters of Django's get_random_secret_key(), "$" included.
+KEY_ALPHABET = string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"
+DEPLOY_CHECK = ["manage.py", "check", "--deploy", "--fail-level", "WARNING"]
+
+
+def random_secret_key(first: str = "") -> str:
+    return first + "".join(secrets.choice(KEY_ALPHABET) for _ in range(50 - len(first)))
+
+
+def run(args: list[str], **environment: str) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "USERGROUPS_"))
+    }
+    env.update(DJANGO_SETTINGS_MODULE="example_project.settings", **environment)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def production(**overrides: str) -> dict[str, str]:
+    environment = {
+        "DJANGO_DEBUG": "false",
+        "DJANGO_HTTPS": "true",
+        "DJANGO_SECRET_KEY": random_secret_key(),
+        "DJANGO_ALLOWED_HOSTS": "example.com",
+    }
+    environment.update(overrides)
+    return {key: value for key, value in environment.items() if value is not None}
+
+
+def test_production_settings_pass_the_deploy_check():
+    done = run(DEPLOY_CHECK, **production())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_without_https_the_deploy_check_fails():
+    done = run(DEPLOY_CHECK, **production(DJANGO_HTTPS=None))
+    assert done.returncode != 0
+    for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
+        assert warning in done.stderr, done.stderr
+
+
+def test_with_debug_the_deploy_check_fails():
+    done = run(DEPLOY_CHECK, **production(DJANGO_DEBUG="true"))
+    assert done.returncode != 0
+    assert "security.W018" in done.stderr, done.stderr
+
+
+def test_a_weak_secret_key_fails_the_deploy_check():
+    done = run(DEPLOY_CHECK, **production(DJANGO_SECRET_KEY="short"))
+    assert done.returncode != 0
+    assert "security.W009" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("name", ["DJANGO_SECRET_KEY", "DJANGO_SECRET_KEY_FALLBACKS"])
+def test_secret_keys_are_read_verbatim(name):
+    """Django's own keys may start with "$", which django-environ would resolve as the
+    name of another variable (here: PATH) instead of taking the key as given."""
+    key = random_secret_key(first="$PATH")
+    show = (
+        "from django.conf import settings;"
+        f"print(settings.SECRET_KEY if '{name}' == 'DJANGO_SECRET_KEY'"
+        " else ','.join(settings.SECRET_KEY_FALLBACKS))"
+    )
+    done = run(["-c", f"import django; django.setup(); {show}"], **production(**{name: key}))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == key
