@@ -12,6 +12,7 @@ from rest_framework.permissions import BasePermission
 from . import crypto
 from .conf import usergroups_settings
 from .models import APIKey
+from .services import PreparedSQL
 
 logger = logging.getLogger(__name__)
 
@@ -23,13 +24,28 @@ def find_api_key(key: str) -> APIKey | None:
     """The key's row, or None. Costs no query unless the key has the right shape."""
     if not crypto.looks_like_api_key(key):
         return None
-    try:
-        row = APIKey.objects.get(prefix=key[: crypto.KEY_LOOKUP_LENGTH])
-    except APIKey.DoesNotExist:
+    using, rows = _FIND_KEY.fetch([key[: crypto.KEY_LOOKUP_LENGTH]])
+    if not rows:
         return None
+    row = APIKey.from_db(using, _KEY_FIELDS, rows[0])
     if not hmac.compare_digest(row.digest, crypto.digest(key)):
         return None
     return row
+
+
+# The whole row, as ``APIKey.objects.get(prefix=...)`` would load it, without paying for
+# the ORM's query compilation on every request (see services.PreparedSQL).
+_KEY_FIELDS = [field.attname for field in APIKey._meta.concrete_fields]
+
+
+def _find_key_sql(quote_name) -> tuple[str, list]:
+    fields = list(APIKey._meta.concrete_fields)
+    columns = ", ".join(quote_name(field.column) for field in fields)
+    prefix = quote_name(APIKey._meta.get_field("prefix").column)
+    return f"SELECT {columns} FROM {quote_name(APIKey._meta.db_table)} WHERE {prefix} = %s", fields
+
+
+_FIND_KEY = PreparedSQL(APIKey, _find_key_sql)
 
 
 class APIKeyAuthentication(BaseAuthentication):

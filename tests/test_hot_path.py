@@ -1,0 +1,315 @@
+"""The hot path (get of an existing group) stays cheap, and its short cuts change nothing.
+
+Issue 5: a get costs at most two queries and writes nothing; a key or token that cannot be
+valid is refused before the database. The speed-ups of that path (prepared SELECTs in
+``services.PreparedSQL``, the serializers' short ways for valid input and for output) are
+held here to give exactly what the ORM and DRF's generic code give.
+"""
+
+import random
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from rest_framework import serializers
+
+from tests.conftest import get_or_create, rotate
+from tests.factories import SchemaMappingFactory, UserGroupFactory
+from usergroups import crypto, services
+from usergroups.exceptions import TokenUnavailable
+from usergroups.models import APIKey, UserGroup
+from usergroups.serializers import (
+    GetOrCreateRequestSerializer,
+    RotatedGroupSerializer,
+    RotateRequestSerializer,
+    UserGroupSerializer,
+)
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "SAVEPOINT", "BEGIN")
+GOOD_KEY_BODY = "A" * 43
+
+
+@pytest.fixture(autouse=True)
+def recently_used_key(api_key):
+    """``last_used_at`` is written at most once a minute; here it was just written."""
+    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    return api_key
+
+
+@pytest.fixture
+def mapped_group(group):
+    for schema_id, source in (("zeta", "z-1"), ("alpha", "a-1"), ("mid", "m-1")):
+        SchemaMappingFactory(group=group, schema_id=schema_id, data_source_id=source)
+    return group
+
+
+# --- query counts ----------------------------------------------------------------------
+
+
+def test_get_of_an_existing_group_is_two_selects(api_client, mapped_group):
+    with CaptureQueriesContext(connection) as queries:
+        response = get_or_create(
+            api_client,
+            {"user_group_id": mapped_group.provided_id, "name": "ignored", "mapping": {"x": "y"}},
+        )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["new_user_group"] is False
+    assert body["user_group"]["token"] == mapped_group.token
+    assert len(queries) == 2, [q["sql"] for q in queries]
+    assert all(q["sql"].lstrip().upper().startswith("SELECT") for q in queries)
+    assert not [q for q in queries if q["sql"].lstrip().upper().startswith(WRITES)]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ugt_" + GOOD_KEY_BODY,  # a group token's prefix
+        "ugx_" + GOOD_KEY_BODY,  # wrong prefix
+        "UGK_" + GOOD_KEY_BODY,  # prefixes are case-sensitive
+        "ugk_" + GOOD_KEY_BODY[:-1],  # one short
+        "ugk_" + GOOD_KEY_BODY + "A",  # one long
+        "ugk_" + GOOD_KEY_BODY[:-1] + "=",  # outside the URL-safe alphabet
+        "ugk_" + GOOD_KEY_BODY[:-1] + "é",  # not ASCII
+        "ugk_" + "A" * 4000,  # very long
+        "",
+    ],
+    ids=lambda k: repr(k[:8]) + f"/{len(k)}",
+)
+def test_a_key_that_cannot_be_valid_costs_no_query(anon_api_client, db, key):
+    anon_api_client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    with CaptureQueriesContext(connection) as queries:
+        response = get_or_create(anon_api_client, {"user_group_id": "a"})
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "authentication_failed"
+    assert len(queries) == 0
+
+
+def test_a_well_formed_unknown_key_costs_one_query(anon_api_client, db):
+    anon_api_client.credentials(HTTP_AUTHORIZATION=f"Token {crypto.new_api_key()}")
+    with CaptureQueriesContext(connection) as queries:
+        assert get_or_create(anon_api_client, {"user_group_id": "a"}).status_code == 401
+    assert len(queries) == 1
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "ugk_" + GOOD_KEY_BODY,  # an API key's prefix
+        "ugt_" + GOOD_KEY_BODY[:-1],
+        "ugt_" + GOOD_KEY_BODY + "A",
+        "ugt_" + GOOD_KEY_BODY[:-1] + "/",
+        "ugt_" + GOOD_KEY_BODY[:-1] + "\u00e9",
+        "x",
+    ],
+    ids=lambda t: repr(t[:8]) + f"/{len(t)}",
+)
+def test_a_token_that_cannot_be_valid_costs_only_the_key_lookup(api_client, group, token):
+    with CaptureQueriesContext(connection) as queries:
+        response = rotate(api_client, {"current_token": token})
+    assert response.status_code == 404
+    assert len(queries) == 1  # the API key, nothing for the token
+    assert "usergroups_usergroup" not in queries[0]["sql"]
+
+
+# --- no cache: revocation and rotation take effect on the next request -----------------
+
+
+def test_revocation_and_rotation_take_effect_on_the_next_request(api_client, api_key, group):
+    assert get_or_create(api_client, {"user_group_id": group.provided_id}).status_code == 200
+    new_token = rotate(api_client, {"current_token": group.token}).json()["user_group"]["token"]
+    body = get_or_create(api_client, {"user_group_id": group.provided_id}).json()
+    assert body["user_group"]["token"] == new_token
+    assert rotate(api_client, {"current_token": group.token}).status_code == 404
+    APIKey.objects.get(pk=api_key.pk).revoke()
+    assert get_or_create(api_client, {"user_group_id": group.provided_id}).status_code == 401
+
+
+# --- the prepared SELECTs give what the ORM gives --------------------------------------
+
+
+def test_find_group_matches_the_orm(workspace):
+    properties = {"nested": {"list": [1, 2.5, None, True, "ü"]}, "empty": {}, "n": 0}
+    group = UserGroupFactory(workspace=workspace, properties=properties, name="Ünïcode")
+    for schema_id, source in (("zeta", "z-1"), ("alpha", "a-1"), ("mid", "m-1")):
+        SchemaMappingFactory(group=group, schema_id=schema_id, data_source_id=source)
+    UserGroupFactory(workspace=workspace)  # another group, not to be mixed in
+
+    found = services.find_group(workspace.pk, group.provided_id)
+    stored = UserGroup.objects.get(pk=group.pk)
+    for field in UserGroup._meta.concrete_fields:
+        if field.attname in services._GROUP_FIELDS:
+            assert getattr(found, field.attname) == getattr(stored, field.attname), field.name
+    assert found.properties == properties
+    # The mapping, in the order it was stored.
+    assert list(found.mapping.items()) == [("zeta", "z-1"), ("alpha", "a-1"), ("mid", "m-1")]
+    assert found.token == group.token
+    assert found._state.db == stored._state.db and not found._state.adding
+
+
+def test_find_group_without_mappings_or_properties(workspace):
+    group = UserGroupFactory(workspace=workspace, properties=None)
+    found = services.find_group(workspace.pk, group.provided_id)
+    assert found.mapping == {} and found.properties is None
+
+
+def test_find_group_is_exact_and_per_workspace(workspace, other_workspace):
+    group = UserGroupFactory(workspace=workspace, provided_id="Acme")
+    assert services.find_group(workspace.pk, "Acme").pk == group.pk
+    assert services.find_group(workspace.pk, "acme") is None
+    assert services.find_group(workspace.pk, "Acme ") is None
+    assert services.find_group(other_workspace.pk, "Acme") is None
+
+
+def test_the_api_key_row_is_loaded_whole(api_key):
+    from usergroups.authentication import find_api_key
+
+    found = find_api_key(api_key.key)
+    stored = APIKey.objects.get(pk=api_key.pk)
+    for field in APIKey._meta.concrete_fields:
+        assert getattr(found, field.attname) == getattr(stored, field.attname), field.name
+    assert found._state.db == stored._state.db and not found._state.adding
+    assert find_api_key(api_key.key[:-1] + ("B" if api_key.key[-1] != "B" else "C")) is None
+
+
+# --- the serializers' short ways give what DRF's generic code gives -------------------
+
+
+def generic(serializer_class):
+    """The same serializer without its short ways: DRF's generic validation and output."""
+    return type(
+        f"Generic{serializer_class.__name__}",
+        (serializer_class,),
+        {
+            "run_validation": serializers.Serializer.run_validation,
+            "to_representation": serializers.Serializer.to_representation,
+        },
+    )
+
+
+def validate(serializer_class, data):
+    """``(validated_data, None)`` or ``(None, errors)``."""
+    serializer = serializer_class(data=data)
+    if serializer.is_valid():
+        return serializer.validated_data, None
+    return None, serializer.errors
+
+
+TEXTS = ["a", "", " padded ", "x" * 255, "x" * 256, "nul\x00", "\ud800", "ünï", "12"]
+VALUES = [*TEXTS, None, 12, 1.5, True, [], ["a"], {}, {"a": "b"}]
+MAPPINGS = [
+    {},
+    {"s": "d"},
+    {"s": 12},
+    {"s": True},
+    {"s": ""},
+    {"": "d"},
+    {"s": None},
+    {"s": ["d"]},
+    {"s" * 256: "d"},
+    {f"s{i}": f"d{i}" for i in range(1001)},
+    "not an object",
+    [],
+]
+PROPERTIES = [{}, {"a": {"b": [1, None]}}, {"a": "\x00"}, {"a": float("nan")}, [], "x", 3]
+
+
+def get_or_create_inputs():
+    rng = random.Random(5)
+    fixed = [
+        {"user_group_id": "a"},
+        {"user_group_id": "a", "name": None, "mapping": None, "properties": None},
+        {"user_group_id": "a", "name": "", "unknown": object()},
+        {"name": "no id"},
+        {},
+        [],
+        "text",
+        None,
+        {"user_group_id": "a", "properties": {"x": "\ud800"}},
+        {"user_group_id": "a", "properties": {"x": [{"y": {}}] * 3}},
+    ]
+    yield from fixed
+    for _ in range(600):
+        data = {}
+        if rng.random() < 0.9:
+            data["user_group_id"] = rng.choice(VALUES)
+        if rng.random() < 0.6:
+            data["name"] = rng.choice(VALUES)
+        if rng.random() < 0.6:
+            data["mapping"] = rng.choice([*MAPPINGS, None])
+        if rng.random() < 0.6:
+            data["properties"] = rng.choice([*PROPERTIES, None])
+        yield data
+
+
+def test_get_or_create_validation_matches_drf():
+    valid = 0
+    for data in get_or_create_inputs():
+        expected = validate(generic(GetOrCreateRequestSerializer), data)
+        got = validate(GetOrCreateRequestSerializer, data)
+        assert got == expected, data
+        if expected[0] is not None:
+            valid += 1
+            assert list(got[0]) == list(expected[0])  # same keys, same order
+    assert valid > 50  # the corpus exercises the short way, not only the fallback
+
+
+def test_the_get_or_create_serializer_has_the_fields_its_short_way_checks():
+    # Adding a field or a validate() means updating serializers._valid_get_or_create too.
+    assert list(GetOrCreateRequestSerializer().fields) == [
+        "user_group_id",
+        "name",
+        "mapping",
+        "properties",
+    ]
+    assert GetOrCreateRequestSerializer.validate is serializers.Serializer.validate
+
+
+def test_rotate_validation_matches_drf():
+    inputs = [{"current_token": v} for v in VALUES] + [{}, [], None, "x", {"other": "a"}]
+    for data in inputs:
+        expected = validate(generic(RotateRequestSerializer), data)
+        assert validate(RotateRequestSerializer, data) == expected, data
+    assert list(RotateRequestSerializer().fields) == ["current_token"]
+
+
+def drf_represent(serializer_class, group):
+    return generic(serializer_class)(group).data
+
+
+@pytest.mark.parametrize(
+    ("properties", "mapping"),
+    [
+        ({"region": "EU", "nested": {"a": [1, None]}}, {"sales": "pg-1", "hr": "pg-2"}),
+        (None, {}),
+        ({}, {"n": 12}),
+        ({"a": 1}, None),
+    ],
+)
+def test_group_representation_matches_drf(workspace, properties, mapping):
+    group = UserGroupFactory(workspace=workspace, properties=properties)
+    group.mapping = mapping
+    for serializer_class in (UserGroupSerializer, RotatedGroupSerializer):
+        fast = serializer_class(group).data
+        assert fast == drf_represent(serializer_class, group)
+        assert list(fast) == list(drf_represent(serializer_class, group))
+
+
+def test_group_representation_without_a_mapping_attribute_matches_drf(workspace):
+    group = UserGroup.objects.get(pk=UserGroupFactory(workspace=workspace).pk)
+    assert not hasattr(group, "mapping")
+    assert UserGroupSerializer(group).data == drf_represent(UserGroupSerializer, group)
+
+
+def test_a_token_no_secret_opens_is_503_both_ways(workspace, settings):
+    group = UserGroup.objects.get(pk=UserGroupFactory(workspace=workspace).pk)
+    group.mapping = {}
+    settings.SECRET_KEY = "another-secret-key-that-opens-nothing-0123456789abcdef"
+    settings.SECRET_KEY_FALLBACKS = []
+    for represent in (
+        lambda: UserGroupSerializer(group).data,
+        lambda: drf_represent(UserGroupSerializer, group),
+    ):
+        with pytest.raises(TokenUnavailable):
+            represent()
