@@ -1,0 +1,114 @@
+"""The two baselines a Django user would compare ``/api/user`` with.
+
+(1) ``ConstantView``: a DRF ``APIView`` behind DRF's ``TokenAuthentication`` answering a
+constant body of the size of a get-or-create answer: the floor of "DRF plus one
+authenticated query" on this server.
+
+(2) ``ObviousGroupView``: the same service written the obvious way with DRF built-ins:
+``ModelSerializer`` with nested mappings, ``get_or_create``, ``prefetch_related``,
+``TokenAuthentication``, tokens stored plain.
+"""
+
+import secrets
+
+from rest_framework import serializers
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from bench.workload import CONSTANT_RESPONSE
+
+from .models import Group, Mapping
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class ConstantView(APIView):
+    authentication_classes = [TokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request):
+        return Response(CONSTANT_RESPONSE)
+
+
+class MappingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Mapping
+        fields = ["schema_id", "data_source_id"]
+
+
+class GroupSerializer(serializers.ModelSerializer):
+    team_id = serializers.IntegerField(source="id", read_only=True)
+    mapping = MappingSerializer(source="mappings", many=True, read_only=True)
+
+    class Meta:
+        model = Group
+        fields = ["team_id", "token", "name", "provided_id", "properties", "mapping"]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["mapping"] = {m["schema_id"]: m["data_source_id"] for m in data["mapping"]}
+        return data
+
+
+class RotatedGroupSerializer(serializers.ModelSerializer):
+    team_id = serializers.IntegerField(source="id", read_only=True)
+
+    class Meta:
+        model = Group
+        fields = ["team_id", "token", "name", "provided_id"]
+
+
+class GetOrCreateSerializer(serializers.Serializer):
+    user_group_id = serializers.CharField(max_length=255)
+    name = serializers.CharField(max_length=255, required=False, allow_blank=True)
+    mapping = serializers.DictField(child=serializers.CharField(max_length=255), required=False)
+    properties = serializers.JSONField(required=False, allow_null=True)
+
+
+class RotateSerializer(serializers.Serializer):
+    current_token = serializers.CharField()
+
+
+class ObviousGroupView(APIView):
+    authentication_classes = [TokenAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    def get(self, request):
+        serializer = GetOrCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        group, created = Group.objects.prefetch_related("mappings").get_or_create(
+            owner=request.user,
+            provided_id=data["user_group_id"],
+            defaults={
+                "name": data.get("name") or data["user_group_id"],
+                "properties": data.get("properties"),
+                "token": new_token(),
+            },
+        )
+        if created:
+            Mapping.objects.bulk_create(
+                Mapping(group=group, schema_id=schema_id, data_source_id=source)
+                for schema_id, source in data.get("mapping", {}).items()
+            )
+        return Response(
+            {"success": 1, "new_user_group": created, "user_group": GroupSerializer(group).data}
+        )
+
+    def post(self, request):
+        serializer = RotateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            group = Group.objects.get(
+                owner=request.user, token=serializer.validated_data["current_token"]
+            )
+        except Group.DoesNotExist:
+            raise NotFound()
+        group.token = new_token()
+        group.save()
+        return Response({"success": 1, "user_group": RotatedGroupSerializer(group).data})
