@@ -2,7 +2,7 @@
 
 Issue 5: a get costs at most two queries and writes nothing; a key or token that cannot be
 valid is refused before the database. The speed-ups of that path (prepared SELECTs in
-``services.PreparedSQL``, the serializers' short ways for valid input and for output) are
+``prepared.PreparedSQL``, the serializers' short ways for valid input and for output) are
 held here to give exactly what the ORM and DRF's generic code give.
 """
 

@@ -12,7 +12,7 @@ from rest_framework.permissions import BasePermission
 from . import crypto
 from .conf import usergroups_settings
 from .models import APIKey
-from .services import PreparedSQL
+from .prepared import PreparedSQL
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def find_api_key(key: str) -> APIKey | None:
 
 
 # The whole row, as ``APIKey.objects.get(prefix=...)`` would load it, without paying for
-# the ORM's query compilation on every request (see services.PreparedSQL).
+# the ORM's query compilation on every request (see prepared.PreparedSQL).
 _KEY_FIELDS = [field.attname for field in APIKey._meta.concrete_fields]
 
 
