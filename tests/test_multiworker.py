@@ -10,7 +10,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,47 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.live_server import free_port, manage, server_env
+
 pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 3
 TIMEOUT = 20
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def server_env(database: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "DATABASE_", "USERGROUPS_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="example_project.settings",
-        DATABASE_URL=f"sqlite:///{database}",
-        DJANGO_SECRET_KEY="usergroups-live-test-secret-key-0123456789-abcdefghijklmnop",
-        DJANGO_DEBUG="false",
-        DJANGO_ALLOWED_HOSTS="127.0.0.1",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
-def manage(env, *args) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 class Server:
@@ -110,7 +75,7 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("live")
-    env = server_env(tmp / "db.sqlite3")
+    env = server_env(f"sqlite:///{tmp / 'db.sqlite3'}")
     manage(env, "migrate", "--noinput")
     key = manage(env, "create_api_key", "--workspace", "live").strip()
     log = open(tmp / "gunicorn.log", "w+")
