@@ -14,12 +14,13 @@ comma := ,
 # The MySQL driver is compiled (needs libmariadb-dev and pkg-config): only when it is used.
 TEST_EXTRAS := test$(if $(filter mysql%,$(DATABASE_URL)),$(comma)mysql)
 
-.PHONY: help demo demo-setup test lint tox clean
+.PHONY: help demo demo-setup test lint typecheck tox clean
 
 help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
 	@echo "make test   create .venv, run the suite (DATABASE_URL picks the database; default SQLite)"
 	@echo "make lint   ruff check and ruff format --check"
+	@echo "make typecheck  mypy (django-stubs, djangorestframework-stubs) over usergroups/"
 	@echo "make tox    the Python x Django matrix of tox.ini (needs python3.12 and python3.13)"
 	@echo "make clean  remove .venv, .tox and the demo database and key"
 
@@ -41,10 +42,12 @@ demo: demo-setup
 test: $(VENV)/.installed-$(TEST_EXTRAS)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-lint: $(PY)
-	$(PIP) install -q ruff
+lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+typecheck: $(VENV)/.installed-typecheck
+	$(VENV)/bin/mypy
 
 tox: $(PY)
 	$(PIP) install -q tox
