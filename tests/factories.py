@@ -8,6 +8,7 @@ import factory
 
 from usergroups import crypto
 from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
+from usergroups.services import keys
 
 
 class WorkspaceFactory(factory.django.DjangoModelFactory):
@@ -28,9 +29,8 @@ class APIKeyFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, workspace, name="", **kwargs):
-        row, key = model_class.issue(
-            workspace, name=name, expires_at=kwargs.pop("expires_at", None)
-        )
+        row = model_class(workspace=workspace, name=name, expires_at=kwargs.pop("expires_at", None))
+        key = keys.issue_key(row)
         if kwargs:
             model_class.objects.filter(pk=row.pk).update(**kwargs)
             row.refresh_from_db()

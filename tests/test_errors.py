@@ -19,6 +19,7 @@ from tests.conftest import API_URL, database_unchanged, get_or_create, rotate, s
 from tests.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.models import APIKey, UserGroup
+from usergroups.services.keys import revoke_key
 
 METHODS = ["GET", "POST"]
 MiB = 1024 * 1024
@@ -339,7 +340,7 @@ def _expired(workspace, group):
 
 def _revoked(workspace, group):
     key = APIKeyFactory(workspace=workspace)
-    key.revoke()
+    revoke_key(key)
     return "Token " + key.key
 
 

@@ -156,7 +156,7 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
     """Deterministic: the first lookup misses (as if the winner committed just after it),
     so the insert hits the unique constraint and the retry reads the stored group."""
     SchemaMapping.objects.create(group=group, schema_id="s", data_source_id="d")
-    real_find_group = services.find_group
+    real_find_group = services.groups.find_group
     misses = []
 
     def find_group_once_missing(workspace_id, provided_id):
@@ -165,8 +165,8 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
             return None
         return real_find_group(workspace_id, provided_id)
 
-    monkeypatch.setattr(services, "find_group", find_group_once_missing)
-    found, created = services.get_or_create_group(
+    monkeypatch.setattr(services.groups, "find_group", find_group_once_missing)
+    found, created = services.groups.get_or_create_group(
         group.workspace_id, group.provided_id, name="other name", mapping={"x": "y"}
     )
 

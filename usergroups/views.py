@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -10,11 +10,12 @@ from rest_framework.response import Response
 from rest_framework.utils.mediatypes import _MediaType
 from rest_framework.views import APIView
 
-from . import services
-from .authentication import APIKeyAuthentication, HasAPIKey
+from .authentication import APIKeyAuthentication
 from .conf import usergroups_settings
 from .exceptions import exception_handler
+from .models import APIKey
 from .parsers import JSONObjectParser, loads_strict
+from .permissions import HasAPIKey
 from .serializers import (
     DeletedGroupSerializer,
     DeleteRequestSerializer,
@@ -26,6 +27,7 @@ from .serializers import (
     UpdateRequestSerializer,
     UserGroupSerializer,
 )
+from .services import groups
 from .throttling import APIKeyRateThrottle
 
 QUERY_FIELDS = ("user_group_id", "name")
@@ -82,6 +84,14 @@ class WorkspaceAPIView(APIView):
         return [APIKeyRateThrottle()] if usergroups_settings.THROTTLE_RATE else []
 
 
+def workspace_id(request: Request) -> int:
+    """The workspace of the request's API key (which :class:`HasAPIKey` made sure of)."""
+    api_key = request.auth
+    if not isinstance(api_key, APIKey):
+        raise NotAuthenticated()
+    return api_key.workspace_id
+
+
 class UserGroupView(WorkspaceAPIView):
     """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
 
@@ -91,8 +101,8 @@ class UserGroupView(WorkspaceAPIView):
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        group, created = services.get_or_create_group(
-            request.auth.workspace_id,
+        group, created = groups.get_or_create_group(
+            workspace_id(request),
             data["user_group_id"],
             name=data.get("name"),
             mapping=data.get("mapping"),
@@ -105,8 +115,8 @@ class UserGroupView(WorkspaceAPIView):
     def post(self, request: Request) -> Response:
         serializer = RotateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        group = services.rotate_token(
-            request.auth.workspace_id, serializer.validated_data["current_token"]
+        group = groups.rotate_token(
+            workspace_id(request), serializer.validated_data["current_token"]
         )
         if group is None:
             raise NotFound("No user group of this workspace has this token.")
@@ -116,12 +126,12 @@ class UserGroupView(WorkspaceAPIView):
         serializer = UpdateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            group = services.update_group(
-                request.auth.workspace_id,
+            group = groups.update_group(
+                workspace_id(request),
                 serializer.validated_data["user_group_id"],
                 serializer.changes(),
             )
-        except services.ProvidedIdTaken:
+        except groups.ProvidedIdTaken:
             raise ValidationError(
                 {"new_user_group_id": ["Another user group of this workspace has this id."]}
             )
@@ -132,8 +142,8 @@ class UserGroupView(WorkspaceAPIView):
     def delete(self, request: Request) -> Response:
         serializer = DeleteRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        group = services.delete_group(
-            request.auth.workspace_id,
+        group = groups.delete_group(
+            workspace_id(request),
             provided_id=serializer.validated_data.get("user_group_id"),
             token=serializer.validated_data.get("current_token"),
         )
@@ -151,16 +161,17 @@ class UserGroupListView(WorkspaceAPIView):
         query = ListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         page, size = query.validated_data["page"], query.validated_data["page_size"]
-        groups = services.list_groups(
-            request.auth.workspace_id, query.validated_data.get("provided_id_prefix", "")
+        workspace, prefix = (
+            workspace_id(request),
+            query.validated_data.get("provided_id_prefix", ""),
         )
-        start = (page - 1) * size
+        listed = groups.list_groups(workspace, prefix, offset=(page - 1) * size, limit=size)
         return Response(
             {
                 "success": 1,
-                "total_count": groups.count(),
+                "total_count": groups.count_groups(workspace, prefix),
                 "page": page,
                 "page_size": size,
-                "user_groups": ListedGroupSerializer(groups[start : start + size], many=True).data,
+                "user_groups": ListedGroupSerializer(listed, many=True).data,
             }
         )

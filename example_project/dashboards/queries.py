@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connections, router
 
-from usergroups.models import UserGroup
+from usergroups.records import GroupRecord
 from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
 
 from .sources import DATA_SOURCES
@@ -40,7 +40,7 @@ class SalesResult:
     rows: list[dict[str, Any]]
 
 
-def dashboard_variables(group: UserGroup) -> dict[str, Any]:
+def dashboard_variables(group: GroupRecord) -> dict[str, Any]:
     """The group's properties as variables; ``regions`` may be one value or a list.
 
     A missing ``regions`` stays missing: render_sql then refuses the query, rather than
@@ -52,7 +52,7 @@ def dashboard_variables(group: UserGroup) -> dict[str, Any]:
     return variables
 
 
-def sales_rows(group: UserGroup) -> SalesResult:
+def sales_rows(group: GroupRecord) -> SalesResult:
     """Run the query for ``group`` on its data source. Raises NoDataSource, VariableError."""
     source = data_source_for(group, SCHEMA_ID)
     model = DATA_SOURCES.get(source) if isinstance(source, str) else None

@@ -2,11 +2,12 @@
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.http import Http404
 
-from .. import crypto
-from ..forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from ..models import SchemaMapping, UserGroup
+from ..services import groups
 from .common import MEDIA, secret_html, subquery_count, when
+from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from .rotation import TokenRotationMixin
 
 VIEW_TOKEN = "usergroups.view_token"
@@ -151,12 +152,40 @@ class UserGroupAdmin(TokenRotationMixin, admin.ModelAdmin):
     def hidden_token(self, obj):
         return "Hidden. Seeing it needs the permission “Can view user group tokens”."
 
+    # Writes go through usergroups.services.groups, as the API's do: the group and its
+    # mapping in one transaction, one signal, one log line. The group is written in
+    # save_related, where the mapping inline's edits are known; save_model writes nothing.
+
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.set_token(crypto.new_group_token())
-            obj.save()
-            return
-        # Only what the form edits: a full save could write back a token that an API
-        # call rotated while the form was being saved.
-        fields = [name for name in form.fields if name in {"provided_id", "name", "properties"}]
-        obj.save(update_fields=[*fields, "updated_at"])
+        pass
+
+    def save_related(self, request, form, formsets, change):
+        group = form.instance
+        mappings = next((fs for fs in formsets if isinstance(fs, SchemaMappingFormSet)), None)
+        if change:
+            # Only what the form edits, on the row as locked now: never a token that an
+            # API call rotated while the form was being saved.
+            edited = ("provided_id", "name", "properties")
+            changes = {name: getattr(group, name) for name in edited if name in form.fields}
+            if mappings is not None and mappings.has_changed():
+                changes["mapping"] = mappings.mapping_after(group.mappings.all())
+            elif mappings is not None:
+                mappings.save(commit=False)  # writes nothing: sets what the history reads
+            if groups.update_group_by_team_id(group.pk, changes) is None:
+                raise Http404("The user group was deleted meanwhile.")
+        else:
+            mapping = {} if mappings is None else mappings.mapping_after([])
+            record = groups.create_group(
+                group.workspace_id, group.provided_id, group.name, mapping, group.properties
+            )
+            group.pk = record.team_id  # the admin's history and redirect name it so
+        for formset in formsets:
+            if formset is not mappings:
+                self.save_formset(request, form, formset, change=change)
+
+    def delete_model(self, request, obj):
+        groups.delete_group_by_team_id(obj.pk)
+
+    def delete_queryset(self, request, queryset):
+        for team_id in queryset.values_list("pk", flat=True):
+            groups.delete_group_by_team_id(team_id)

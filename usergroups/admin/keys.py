@@ -1,5 +1,7 @@
 """API keys: made on the server, shown once, then known by their prefix; revoked for good."""
 
+from weakref import WeakKeyDictionary
+
 from django.contrib import admin
 from django.db.models import Q
 from django.template.response import TemplateResponse
@@ -8,10 +10,14 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from .. import crypto
-from ..forms import APIKeyAddForm, APIKeyChangeForm
 from ..models import APIKey
+from ..services import keys
 from .common import MEDIA, secret_html, when
+from .forms import APIKeyAddForm, APIKeyChangeForm
 from .revocation import KeyRevocationMixin
+
+# A key made by save_model, until response_add shows it (once) and drops it.
+_NEW_KEYS: "WeakKeyDictionary[APIKey, str]" = WeakKeyDictionary()
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -124,19 +130,23 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
 
     # Creation: the key is shown once, on a page of its own -------------------------------
 
+    # Writes go through usergroups.services.keys, as the API's and the commands' do.
+
     def save_model(self, request, obj, form, change):
         if change:
-            # Only what the form edits, so a concurrent revocation is never written back.
-            obj.save(update_fields=[name for name in form.fields if name in {"name", "expires_at"}])
-            return
-        row, key = APIKey.issue(obj.workspace, name=obj.name, expires_at=obj.expires_at)
-        for field in APIKey._meta.concrete_fields:
-            setattr(obj, field.attname, getattr(row, field.attname))
-        obj._state.adding, obj._state.db = False, row._state.db
-        obj._plain_key = key
+            keys.change_key(obj, list(form.fields))
+        else:
+            _NEW_KEYS[obj] = keys.issue_key(obj)
+
+    def delete_model(self, request, obj):
+        keys.delete_key(obj)
+
+    def delete_queryset(self, request, queryset):
+        for api_key in queryset:
+            keys.delete_key(api_key)
 
     def response_add(self, request, obj, post_url_continue=None):
-        key = getattr(obj, "_plain_key", None)
+        key = _NEW_KEYS.pop(obj, None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)
         opts = self.model._meta

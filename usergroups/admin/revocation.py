@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.urls import path, reverse
 
+from ..services import keys
 from .common import confirmation_response
 
 REVOKE_CONSEQUENCES = [
@@ -35,7 +36,7 @@ class KeyRevocationMixin:
         ]
 
     def _revoke(self, request, api_key) -> None:
-        api_key.revoke()
+        keys.revoke_key(api_key)
         self.log_change(request, api_key, "Revoked the key.")
 
     def revoke_view(self, request, object_id):

@@ -1,7 +1,7 @@
 """Token rotation from the admin: a button on the change page and a bulk action.
 
 Both ask first on a page of their own (POST, CSRF protected), need ``change_usergroup``,
-rotate through :func:`usergroups.services.rotate_group_token` (the API's compare-and-swap
+rotate through :func:`usergroups.services.groups.rotate_group_token` (the API's compare-and-swap
 and ``token_rotated`` signal), and record the rotation in the group's history. No
 message, URL or page of theirs ever holds a token.
 """
@@ -33,7 +33,7 @@ class TokenRotationMixin:
         ]
 
     def _rotate(self, request, group) -> bool:
-        if services.rotate_group_token(group) is None:
+        if services.groups.rotate_group_token(group) is None:
             return False
         self.log_change(request, group, "Rotated the token.")
         return True

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from usergroups.models import APIKey, Workspace
+from usergroups.services import keys
 
 
 def positive_int(text: str) -> int:
@@ -42,7 +43,8 @@ class Command(BaseCommand):
         expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
         with transaction.atomic():
             space, created = Workspace.objects.get_or_create(slug=workspace)
-            row, key = APIKey.issue(space, name=name, expires_at=expires_at)
+            row = APIKey(workspace=space, name=name, expires_at=expires_at)
+            key = keys.issue_key(row)
         if created:
             self.stderr.write(f"Created workspace {space.slug!r}.")
         self.stderr.write(

@@ -2,9 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from usergroups import crypto
-from usergroups.authentication import find_api_key
-from usergroups.models import APIKey
+from usergroups.services import keys
 
 
 class Command(BaseCommand):
@@ -14,14 +12,11 @@ class Command(BaseCommand):
         parser.add_argument("key", metavar="PREFIX_OR_KEY")
 
     def handle(self, *args, key: str, **options):
-        if crypto.looks_like_api_key(key):
-            row = find_api_key(key)
-        else:
-            row = APIKey.objects.filter(prefix=key).first()
+        row = keys.find_key_by_prefix_or_key(key)
         if row is None:
             raise CommandError("No API key has this prefix or value.")
         if row.is_revoked:
             self.stdout.write(f"API key {row.prefix}… was already revoked.")
             return
-        row.revoke()
+        keys.revoke_key(row)
         self.stdout.write(f"Revoked API key {row.prefix}… of workspace {row.workspace.slug!r}.")
