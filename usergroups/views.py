@@ -2,12 +2,12 @@
 
 from typing import Any
 
+from django.utils.http import parse_header_parameters
 from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.utils.mediatypes import _MediaType
 from rest_framework.views import APIView
 
 from .authentication import APIKeyAuthentication
@@ -44,9 +44,17 @@ class AlwaysJSON(DefaultContentNegotiation):
         """Only a body declared as JSON is read as JSON (else 415): DRF's matching
         would also take a wildcard such as ``*/*`` or ``application/*`` for it."""
         parser = super().select_parser(request, parsers)
-        if parser is None or _MediaType(request.content_type).full_type != parser.media_type:
+        if parser is None or media_type(request.content_type) != parser.media_type:
             return None
         return parser
+
+
+def media_type(content_type: str) -> str:
+    """The ``type/subtype`` of a Content-Type header, lowercased; "" if unreadable."""
+    try:
+        return parse_header_parameters(content_type)[0]
+    except ValueError:  # Django refuses a header over its length limit
+        return ""
 
 
 def get_or_create_input(request: Request) -> dict[str, Any]:
