@@ -414,6 +414,8 @@ def test_rotation_of_a_token_changed_meanwhile_changes_nothing(admin_client, gro
 def test_rotation_of_an_unknown_group_redirects(admin_client):
     response = admin_client.get(admin_url("usergroup", "rotate_token", 987654))
     assert response.status_code == 302
+    page = admin_client.get(response.url).content.decode()
+    assert "User group with ID “987654” doesn’t exist. Perhaps it was deleted?" in page
 
 
 def test_bulk_rotation_asks_first_then_rotates_each(admin_client, workspace, api_client):

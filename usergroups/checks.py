@@ -1,7 +1,10 @@
 """System checks: misconfigurations caught at startup, with stable IDs and a hint each."""
 
+from collections.abc import Sequence
+from typing import Any
+
 from django.conf import settings
-from django.core.checks import Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
 from .conf import DEFAULTS
@@ -25,7 +28,7 @@ _PER_PROCESS_CACHES = (
 
 
 @register(Tags.compatibility)
-def check_installed_apps(app_configs, **kwargs):
+def check_installed_apps(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     if "rest_framework" in settings.INSTALLED_APPS:
         return []
     return [
@@ -38,7 +41,7 @@ def check_installed_apps(app_configs, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_usergroups_setting(app_configs, **kwargs):
+def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     options = getattr(settings, "USERGROUPS", {})
     if not isinstance(options, dict):
         return [Error("USERGROUPS must be a dict.", id="usergroups.E002")]
@@ -64,7 +67,7 @@ def check_usergroups_setting(app_configs, **kwargs):
 
 
 @register(Tags.security)
-def check_token_secret(app_configs, **kwargs):
+def check_token_secret(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     try:
         secret = token_secrets()[0]
     except ImproperlyConfigured:  # an empty SECRET_KEY
@@ -82,7 +85,7 @@ def check_token_secret(app_configs, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_throttling(app_configs, **kwargs):
+def check_throttling(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     options = getattr(settings, "USERGROUPS", {})
     rate = options.get("THROTTLE_RATE") if isinstance(options, dict) else None
     if not rate:
@@ -121,7 +124,7 @@ def check_throttling(app_configs, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_sqlite_concurrency(app_configs, **kwargs):
+def check_sqlite_concurrency(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     warnings = []
     for alias, config in settings.DATABASES.items():
         if config.get("ENGINE") != "django.db.backends.sqlite3":

@@ -3,6 +3,8 @@
 Rows are written by :mod:`usergroups.services` (keys and groups), never here.
 """
 
+from typing import Any
+
 from django.db import models
 from django.utils import timezone
 from django.utils.functional import cached_property
@@ -108,7 +110,7 @@ class UserGroup(models.Model):
         """The current token, unsealed with the server secret; None if no secret opens it."""
         return crypto.unseal_token(self.token_sealed, self.token_digest)
 
-    def refresh_from_db(self, *args, **kwargs) -> None:
+    def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
         # ``token`` is cached from the seal: after a reload (e.g. a rotation elsewhere)
         # it must be unsealed again, not show a token that no longer works.
         self.__dict__.pop("token", None)

@@ -65,7 +65,7 @@ def _valid_get_or_create(data: Any) -> dict[str, Any] | None:
     if type(data) is not dict:
         return None
     try:
-        valid = {"user_group_id": check_text(data["user_group_id"])}
+        valid: dict[str, Any] = {"user_group_id": check_text(data["user_group_id"])}
         if "name" in data:
             name = data["name"]
             valid["name"] = None if name is None else check_text(name, allow_empty=True)

@@ -57,7 +57,10 @@ class Table:
         return field
 
     def __getitem__(self, name: str) -> str:
-        return f"{self.alias}.{self.connection.ops.quote_name(self.field(name).column)}"
+        column = self.field(name).column
+        if column is None:  # not stored (e.g. a generic relation)
+            raise TypeError(f"{self.model.__name__}.{name} has no column")
+        return f"{self.alias}.{self.connection.ops.quote_name(column)}"
 
 
 class Statement:

@@ -5,6 +5,7 @@ turn into field errors.
 """
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -77,7 +78,7 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
-def _strings_in(value: Any):
+def _strings_in(value: Any) -> Iterator[str]:
     stack = [value]
     while stack:
         node = stack.pop()

@@ -1,13 +1,16 @@
 """``/api/user``: GET gets or creates a user group, POST rotates its token."""
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.utils.http import parse_header_parameters
 from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import JSONRenderer
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from .authentication import APIKeyAuthentication
@@ -37,10 +40,13 @@ QUERY_JSON_FIELDS = ("mapping", "properties")
 class AlwaysJSON(DefaultContentNegotiation):
     """The API answers JSON whatever ``Accept`` says, instead of 406."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
-    def select_parser(self, request, parsers):
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
         """Only a body declared as JSON is read as JSON (else 415): DRF's matching
         would also take a wildcard such as ``*/*`` or ``application/*`` for it."""
         parser = super().select_parser(request, parsers)
@@ -57,7 +63,7 @@ def media_type(content_type: str) -> str:
         return ""
 
 
-def get_or_create_input(request: Request) -> dict[str, Any]:
+def get_or_create_input(request: Request) -> Any:
     """The body, or the query string for clients that cannot send a body with GET."""
     if request.data or not request.query_params:
         return request.data
@@ -85,10 +91,10 @@ class WorkspaceAPIView(APIView):
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
 
-    def get_throttles(self):
+    def get_throttles(self) -> list[BaseThrottle]:
         return [APIKeyRateThrottle()] if usergroups_settings.THROTTLE_RATE else []
 
 

@@ -1,18 +1,24 @@
 """What the admin pages share: subquery counts, secrets with a copy button, confirmations."""
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import unquote
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.forms import Media
+from django.http import HttpRequest, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
 
 MEDIA = Media(
     js=["usergroups/admin/secret.js"],
@@ -36,7 +42,7 @@ def subquery_count(related: QuerySet, field: str) -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
 
 
-def when(value, empty: str = "—") -> str:
+def when(value: datetime | None, empty: str = "—") -> str:
     """A moment, short enough for a list column, in full on hover; ``empty`` if None.
 
     (Read-only fields of callables show None as "None", so the empty text is returned
@@ -98,3 +104,16 @@ def confirmation_response(
         "media": model_admin.media,
     }
     return TemplateResponse(request, "usergroups/admin/confirm.html", context)
+
+
+def missing_object_redirect(
+    model_admin: Any, request: HttpRequest, object_id: str
+) -> HttpResponseRedirect:
+    """What the admin answers for an id it does not have: a warning, then its index.
+
+    Django's own message (and so its translations), without its private helper.
+    """
+    message = gettext("%(name)s with ID “%(key)s” doesn’t exist. Perhaps it was deleted?")
+    name, key = model_admin.opts.verbose_name, unquote(object_id)
+    messages.warning(request, message % {"name": name, "key": key})
+    return HttpResponseRedirect(reverse("admin:index", current_app=model_admin.admin_site.name))

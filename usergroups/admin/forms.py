@@ -2,6 +2,7 @@
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -104,7 +105,8 @@ class UserGroupAdminForm(forms.ModelForm):
         return check_text(self.cleaned_data["name"], allow_empty=True)
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if not cleaned.get("name") and cleaned.get("provided_id"):
             cleaned["name"] = cleaned["provided_id"]
         workspace = cleaned.get("workspace") or getattr(self.instance, "workspace", None)
@@ -185,7 +187,7 @@ class APIKeyAddForm(forms.ModelForm):
     def clean_name(self) -> str:
         return check_text(self.cleaned_data["name"], allow_empty=True)
 
-    def clean_expires_at(self):
+    def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]
         if expires_at is not None and expires_at <= timezone.now():
             raise ValidationError("Must be in the future.", code="past")
@@ -196,7 +198,7 @@ class APIKeyChangeForm(APIKeyAddForm):
     class Meta(APIKeyAddForm.Meta):
         fields = ["name", "expires_at"]
 
-    def clean_expires_at(self):
+    def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]
         if "expires_at" in self.changed_data:
             return super().clean_expires_at()

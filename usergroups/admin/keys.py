@@ -1,9 +1,12 @@
 """API keys: made on the server, shown once, then known by their prefix; revoked for good."""
 
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from django.contrib import admin
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.forms import Media
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -20,14 +23,20 @@ from .revocation import KeyRevocationMixin
 _NEW_KEYS: "WeakKeyDictionary[APIKey, str]" = WeakKeyDictionary()
 
 
+if TYPE_CHECKING:
+    KeyAdminBase = admin.ModelAdmin[APIKey]
+else:
+    KeyAdminBase = admin.ModelAdmin
+
+
 class StateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("active", "Active"), ("expired", "Expired"), ("revoked", "Revoked")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         now = timezone.now()
         not_revoked = Q(revoked_at__isnull=True)
         if self.value() == "active":
@@ -40,7 +49,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
+class APIKeyAdmin(KeyRevocationMixin, KeyAdminBase):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
     list_display_links = ["key_prefix", "name"]
@@ -55,14 +64,16 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
     empty_value_display = "—"
 
     @property
-    def media(self):
+    def media(self) -> Media:
         return super().media + MEDIA
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
+    def get_form(
+        self, request: HttpRequest, obj: APIKey | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         kwargs["form"] = APIKeyChangeForm if obj is not None else APIKeyAddForm
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fieldsets(self, request, obj=None):
+    def get_fieldsets(self, request: HttpRequest, obj: APIKey | None = None) -> Any:
         if obj is None:
             return [
                 (
@@ -80,17 +91,19 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
             ("Validity", {"fields": ["created", expires, "last_used", "revoked"]}),
         ]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: APIKey | None = None) -> list[str]:
         if obj is None:
             return []
         return ["key_prefix", "workspace", "state", "created", "expires", "last_used", "revoked"]
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: APIKey | None = None) -> bool:
         if obj is not None and obj.is_revoked:
             return False  # Revoked keys are read-only.
         return super().has_change_permission(request, obj)
 
-    def get_search_results(self, request, queryset, search_term):
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[APIKey], search_term: str
+    ) -> tuple[QuerySet[APIKey], bool]:
         # A whole key pasted into the search box finds its row by the prefix.
         if crypto.looks_like_api_key(search_term.strip()):
             search_term = search_term.strip()[: crypto.KEY_LOOKUP_LENGTH]
@@ -99,27 +112,27 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
     # Columns ---------------------------------------------------------------------------
 
     @admin.display(description="Prefix", ordering="prefix")
-    def key_prefix(self, obj):
+    def key_prefix(self, obj: APIKey) -> str:
         return format_html('<code class="ug-prefix">{}…</code>', obj.prefix)
 
     @admin.display(description="Created", ordering="created_at")
-    def created(self, obj):
+    def created(self, obj: APIKey) -> str:
         return when(obj.created_at)
 
     @admin.display(description="Last used", ordering="last_used_at")
-    def last_used(self, obj):
+    def last_used(self, obj: APIKey) -> str:
         return when(obj.last_used_at, empty="Never")
 
     @admin.display(description="Expires", ordering="expires_at")
-    def expires(self, obj):
+    def expires(self, obj: APIKey) -> str:
         return when(obj.expires_at, empty="Never")
 
     @admin.display(description="Revoked")
-    def revoked(self, obj):
+    def revoked(self, obj: APIKey) -> str:
         return when(obj.revoked_at, empty="Not revoked")
 
     @admin.display(description="State")
-    def state(self, obj):
+    def state(self, obj: APIKey) -> str:
         if obj.is_revoked:
             label, css = "Revoked", "revoked"
         elif obj.is_expired:
@@ -132,20 +145,22 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
 
     # Writes go through usergroups.services.keys, as the API's and the commands' do.
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: APIKey, form: Any, change: Any) -> None:
         if change:
             keys.change_key(obj, list(form.fields))
         else:
             _NEW_KEYS[obj] = keys.issue_key(obj)
 
-    def delete_model(self, request, obj):
+    def delete_model(self, request: HttpRequest, obj: APIKey) -> None:
         keys.delete_key(obj)
 
-    def delete_queryset(self, request, queryset):
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for api_key in queryset:
             keys.delete_key(api_key)
 
-    def response_add(self, request, obj, post_url_continue=None):
+    def response_add(
+        self, request: HttpRequest, obj: APIKey, post_url_continue: str | None = None
+    ) -> HttpResponse:
         key = _NEW_KEYS.pop(obj, None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)
@@ -166,7 +181,15 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
         }
         return TemplateResponse(request, "usergroups/admin/apikey/created.html", context)
 
-    def render_change_form(self, request, context, add=False, change=False, **kwargs):
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: APIKey | None = None,
+    ) -> HttpResponse:
         if add:
             context.update(show_save_and_add_another=False, show_save_and_continue=False)
-        return super().render_change_form(request, context, add=add, change=change, **kwargs)
+        return super().render_change_form(request, context, add, change, form_url, obj)

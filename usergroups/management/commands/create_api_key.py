@@ -1,9 +1,10 @@
 """``manage.py create_api_key``: the key is printed once, alone on stdout, for scripts."""
 
 from datetime import timedelta
+from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
@@ -22,7 +23,7 @@ def positive_int(text: str) -> int:
 class Command(BaseCommand):
     help = "Create an API key (and its workspace if needed) and print the key, shown this once."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--workspace", default="default", help="Workspace slug (default: default)."
         )
@@ -31,7 +32,14 @@ class Command(BaseCommand):
             "--expires-in-days", type=positive_int, default=None, help="Days until the key expires."
         )
 
-    def handle(self, *args, workspace: str, name: str, expires_in_days: int | None, **options):
+    def handle(
+        self,
+        *args: Any,
+        workspace: str,
+        name: str,
+        expires_in_days: int | None,
+        **options: Any,
+    ) -> None:
         try:
             validate_slug(workspace)
         except ValidationError:

@@ -5,6 +5,8 @@ token sealed with a secret that is later dropped from the fallbacks can no longe
 shown by get-or-create. Run this while the old secret is still a fallback.
 """
 
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from usergroups.services import groups
@@ -13,7 +15,7 @@ from usergroups.services import groups
 class Command(BaseCommand):
     help = "Reseal stored group tokens with the current secret (run after rotating SECRET_KEY)."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         resealed, lost = groups.reseal_tokens()
         self.stdout.write(f"Resealed {resealed} group token(s).")
         if lost:
