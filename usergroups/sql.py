@@ -120,7 +120,7 @@ class Statement:
             ]
         with connection.cursor() as cursor:
             cursor.execute(prepared.sql, params)
-            rows = cursor.fetchall()
+            rows = list(cursor.fetchall())  # mysqlclient gives a tuple
         if prepared.converters and rows:
             rows = [prepared.convert(row, connection) for row in rows]
         return using, rows
