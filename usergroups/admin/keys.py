@@ -10,7 +10,7 @@ from django.utils.html import format_html
 from .. import crypto
 from ..forms import APIKeyAddForm, APIKeyChangeForm
 from ..models import APIKey
-from .common import MEDIA, secret_html, when
+from .common import MEDIA, OfferedLookupsOnly, secret_html, when
 from .revocation import KeyRevocationMixin
 
 
@@ -34,7 +34,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
+class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
     list_display_links = ["key_prefix", "name"]
