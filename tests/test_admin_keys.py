@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from tests.admin_support import admin_url, staff_client
 from tests.conftest import API_URL
 from tests.factories import APIKeyFactory, WorkspaceFactory
+from usergroups import crypto
 from usergroups.models import APIKey
 
 pytestmark = pytest.mark.django_db
@@ -154,6 +155,15 @@ def test_search_by_name_prefix_or_the_whole_key(admin_client, workspace):
     url = admin_url("apikey", "changelist")
     for term in ("billing", wanted.prefix, wanted.key):
         assert list(admin_client.get(url, {"q": term}).context["cl"].result_list) == [wanted]
+
+
+def test_a_whole_key_is_searched_by_its_digest(admin_client, workspace):
+    """A pasted key finds its row only when all of it is right, as the API would."""
+    wanted = APIKeyFactory(workspace=workspace, name="Billing")
+    forged = wanted.prefix + crypto.new_api_key()[crypto.KEY_LOOKUP_LENGTH :]
+    url = admin_url("apikey", "changelist")
+    assert list(admin_client.get(url, {"q": wanted.key}).context["cl"].result_list) == [wanted]
+    assert list(admin_client.get(url, {"q": forged}).context["cl"].result_list) == []
 
 
 def test_list_of_many_keys_makes_a_fixed_number_of_queries(

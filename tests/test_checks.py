@@ -1,9 +1,14 @@
 """System checks, run as Django runs them: ``run_checks()`` under ``override_settings``."""
 
+import re
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.core.checks import run_checks
 from django.test import override_settings
+
+import usergroups.checks
 
 SQLITE_OK = {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
@@ -31,8 +36,8 @@ def test_e002_unknown_setting(value):
     assert ids(USERGROUPS=value) == {"usergroups.E002"}
 
 
-def test_e002_not_a_dict():
-    assert ids(USERGROUPS=["ROTATION_GRACE_SECONDS"]) == {"usergroups.E002"}
+def test_e007_not_a_dict():
+    assert ids(USERGROUPS=["ROTATION_GRACE_SECONDS"]) == {"usergroups.E007"}
 
 
 @pytest.mark.parametrize(
@@ -123,3 +128,40 @@ def test_every_message_has_a_hint_or_says_enough():
         messages = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
     assert {m.id for m in messages} == {"usergroups.E002", "usergroups.E004", "usergroups.E005"}
     assert all(m.hint for m in messages)
+
+
+# One id per problem ----------------------------------------------------------------------
+
+CHECKS_SOURCE = Path(usergroups.checks.__file__).read_text()
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+SQLITE_UNSET = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+# Each problem the checks know, and settings that cause it alone.
+PROBLEMS = {
+    "rest_framework missing": {
+        "INSTALLED_APPS": [app for app in settings.INSTALLED_APPS if app != "rest_framework"]
+    },
+    "USERGROUPS not a dict": {"USERGROUPS": ["ROTATION_GRACE_SECONDS"]},
+    "unknown setting": {"USERGROUPS": {"MAX_BODY_BYTE": 1}},
+    "bad integer": {"USERGROUPS": {"MAX_BODY_BYTES": 0}},
+    "short secret": {"USERGROUPS": {"TOKEN_SECRET": "short"}},
+    "bad rate": {"USERGROUPS": {"THROTTLE_RATE": "fast"}},
+    "unknown cache": {"USERGROUPS": {"THROTTLE_RATE": "1/s", "THROTTLE_CACHE": "nope"}},
+    "per-process cache": {"USERGROUPS": {"THROTTLE_RATE": "1/s"}},
+    "sqlite not ready": {"DATABASES": SQLITE_UNSET},
+}
+
+
+@no_database_override_warning
+def test_each_problem_has_its_own_id_with_a_hint():
+    seen = {}
+    for problem, overrides in PROBLEMS.items():
+        with override_settings(**overrides):
+            messages = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
+        assert len({m.id for m in messages}) == 1, (problem, messages)
+        assert all(m.hint for m in messages), (problem, messages)
+        seen[problem] = messages[0].id
+    assert len(set(seen.values())) == len(PROBLEMS), seen
+    # Every id the module can emit is one of these problems, and the README lists each.
+    assert set(re.findall(r'id="(usergroups\.[EW]\d{3})"', CHECKS_SOURCE)) == set(seen.values())
+    documented = set(re.findall(r"^\| `(usergroups\.[EW]\d{3})` \|", README, re.MULTILINE))
+    assert documented == set(seen.values())

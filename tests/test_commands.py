@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -222,6 +224,16 @@ def test_revoke_api_key_needs_the_whole_key_right():
     assert forged not in str(failure.value)
     assert APIKey.objects.get().revoked_at is None
     assert get_or_create(key)[0] == 200
+
+
+def test_revoke_api_key_finds_a_whole_key_by_its_digest():
+    key, _ = create_key()
+    with CaptureQueriesContext(connection) as queries:
+        run("revoke_api_key", key)
+    selects = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    assert any(crypto.digest(key) in sql for sql in selects)
+    assert not any(key[: crypto.KEY_LOOKUP_LENGTH] in q["sql"] for q in queries)
+    assert APIKey.objects.get().revoked_at is not None
 
 
 def test_a_prefix_is_matched_exactly():

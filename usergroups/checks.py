@@ -41,7 +41,13 @@ def check_installed_apps(app_configs, **kwargs):
 def check_usergroups_setting(app_configs, **kwargs):
     options = getattr(settings, "USERGROUPS", {})
     if not isinstance(options, dict):
-        return [Error("USERGROUPS must be a dict.", id="usergroups.E002")]
+        return [
+            Error(
+                f"USERGROUPS must be a dict, not {type(options).__name__}.",
+                hint='Write it as USERGROUPS = {"THROTTLE_RATE": "600/minute", ...}.',
+                id="usergroups.E007",
+            )
+        ]
     errors = [
         Error(
             f"Unknown USERGROUPS setting {name!r}.",
@@ -105,6 +111,7 @@ def check_throttling(app_configs, **kwargs):
         return [
             Error(
                 f"USERGROUPS['THROTTLE_CACHE'] names {alias!r}, which is not in CACHES.",
+                hint=f"Name one of the CACHES aliases: {', '.join(sorted(settings.CACHES))}.",
                 id="usergroups.E006",
             )
         ]

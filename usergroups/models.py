@@ -37,8 +37,9 @@ class APIKey(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=255, blank=True)
+    # The prefix names the key (admin, logs, revoke_api_key); the API finds it by digest.
     prefix = ExactCharField(max_length=crypto.KEY_LOOKUP_LENGTH, unique=True, editable=False)
-    digest = models.CharField(max_length=64, editable=False)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -6,7 +6,7 @@ from django.contrib.admin.views.main import ChangeList
 from .. import crypto
 from ..forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from ..models import SchemaMapping, UserGroup
-from .common import MEDIA, secret_html, subquery_count, when
+from .common import MEDIA, OfferedLookupsOnly, secret_html, subquery_count, when
 from .rotation import TokenRotationMixin
 
 VIEW_TOKEN = "usergroups.view_token"
@@ -51,7 +51,7 @@ class UserGroupChangeList(ChangeList):
 
 
 @admin.register(UserGroup)
-class UserGroupAdmin(TokenRotationMixin, admin.ModelAdmin):
+class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, admin.ModelAdmin):
     form = UserGroupAdminForm
     inlines = [SchemaMappingInline]
     change_form_template = "usergroups/admin/usergroup/change_form.html"

@@ -10,7 +10,7 @@ from django.utils.html import format_html
 from .. import crypto
 from ..forms import APIKeyAddForm, APIKeyChangeForm
 from ..models import APIKey
-from .common import MEDIA, secret_html, when
+from .common import MEDIA, OfferedLookupsOnly, secret_html, when
 from .revocation import KeyRevocationMixin
 
 
@@ -34,7 +34,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
+class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
     list_display_links = ["key_prefix", "name"]
@@ -85,9 +85,11 @@ class APIKeyAdmin(KeyRevocationMixin, admin.ModelAdmin):
         return super().has_change_permission(request, obj)
 
     def get_search_results(self, request, queryset, search_term):
-        # A whole key pasted into the search box finds its row by the prefix.
-        if crypto.looks_like_api_key(search_term.strip()):
-            search_term = search_term.strip()[: crypto.KEY_LOOKUP_LENGTH]
+        # A whole key pasted into the search box finds its row by digest, as the API does:
+        # only the right key finds it, not any key that shares its prefix.
+        term = search_term.strip()
+        if crypto.looks_like_api_key(term):
+            return queryset.filter(digest=crypto.digest(term)), False
         return super().get_search_results(request, queryset, search_term)
 
     # Columns ---------------------------------------------------------------------------

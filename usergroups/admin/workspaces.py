@@ -5,11 +5,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from ..models import APIKey, UserGroup, Workspace
-from .common import MEDIA, subquery_count, when
+from .common import MEDIA, OfferedLookupsOnly, subquery_count, when
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(OfferedLookupsOnly, admin.ModelAdmin):
     list_display = ["display_name", "slug", "group_count", "active_key_count", "created"]
     list_display_links = ["display_name", "slug"]
     search_fields = ["slug", "name"]
