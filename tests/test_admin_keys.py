@@ -10,9 +10,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.admin_support import admin_url, staff_client
-from tests.conftest import API_URL
-from tests.factories import APIKeyFactory, WorkspaceFactory
+from tests.support.admin import admin_url, staff_client
+from tests.support.api import API_URL
+from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from usergroups.models import APIKey
 
 pytestmark = pytest.mark.django_db

@@ -4,6 +4,8 @@
 (``.key`` / ``.token``) since the database never has it.
 """
 
+from typing import Any
+
 import factory
 
 from usergroups import crypto
@@ -27,7 +29,9 @@ class APIKeyFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"key {n}")
 
     @classmethod
-    def _create(cls, model_class, workspace, name="", **kwargs):
+    def _create(
+        cls, model_class: type[APIKey], workspace: Workspace, name: str = "", **kwargs: Any
+    ) -> APIKey:
         row, key = model_class.issue(
             workspace, name=name, expires_at=kwargs.pop("expires_at", None)
         )
@@ -49,13 +53,15 @@ class UserGroupFactory(factory.django.DjangoModelFactory):
     token = factory.LazyFunction(crypto.new_group_token)
 
     @classmethod
-    def _build(cls, model_class, *args, token, **kwargs):
+    def _build(
+        cls, model_class: type[UserGroup], *args: Any, token: str, **kwargs: Any
+    ) -> UserGroup:
         group = model_class(*args, **kwargs)
         group.set_token(token)
         return group
 
     @classmethod
-    def _create(cls, model_class, *args, **kwargs):
+    def _create(cls, model_class: type[UserGroup], *args: Any, **kwargs: Any) -> UserGroup:
         group = cls._build(model_class, *args, **kwargs)
         group.save(force_insert=True)
         return group
