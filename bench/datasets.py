@@ -12,12 +12,15 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import OUT, log
 from tests.support import HOST
 from tests.support.deployment import manage, run_python
 from tests.support.deployment import server_env as deployed_env
+
+if TYPE_CHECKING:
+    import psycopg
 
 SECRET = "bench-only-secret-key-not-for-production-0123456789abcdefghij"
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/bench")
@@ -38,13 +41,12 @@ def server_env(backend: str, dataset: str) -> dict[str, str]:
     )
 
 
-def pg_connect(dbname: str | None = None) -> Any:
+def pg_connect(dbname: str | None = None) -> "psycopg.Connection[Any]":
+    """A connection to ``BENCH_PG_URL`` (or to ``dbname`` on its server)."""
     import psycopg
 
-    conninfo = psycopg.conninfo.conninfo_to_dict(PG_URL)
-    if dbname:
-        conninfo["dbname"] = dbname
-    return psycopg.connect(**conninfo, autocommit=True, connect_timeout=5)
+    conninfo = psycopg.conninfo.make_conninfo(PG_URL, **({"dbname": dbname} if dbname else {}))
+    return psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
 
 
 def pg_available() -> bool:

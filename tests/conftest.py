@@ -15,13 +15,13 @@ from usergroups.models import APIKey, UserGroup, Workspace
 
 @pytest.fixture
 def workspace(db: None) -> Workspace:
-    return WorkspaceFactory()
+    return WorkspaceFactory.create()
 
 
 @pytest.fixture
 def api_key(workspace: Workspace) -> APIKey:
     """An active key of ``workspace``; ``api_key.key`` is the plain key."""
-    return APIKeyFactory(workspace=workspace)
+    return APIKeyFactory.create(workspace=workspace)
 
 
 @pytest.fixture
@@ -46,18 +46,18 @@ def anon_api_client() -> APIClient:
 @pytest.fixture
 def group(workspace: Workspace) -> UserGroup:
     """A group of ``workspace``; ``group.token`` is its current token."""
-    return UserGroupFactory(workspace=workspace)
+    return UserGroupFactory.create(workspace=workspace)
 
 
 @pytest.fixture
 def other_workspace(db: None) -> Workspace:
-    return WorkspaceFactory()
+    return WorkspaceFactory.create()
 
 
 @pytest.fixture
 def other_api_client(other_workspace: Workspace) -> APIClient:
     """An APIClient with a key of ``other_workspace``: another tenant."""
-    return client_for(APIKeyFactory(workspace=other_workspace).key)
+    return client_for(APIKeyFactory.create(workspace=other_workspace).key)
 
 
 # --- Session-wide guard: no log record of the whole run holds a secret ---------------------

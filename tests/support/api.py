@@ -6,10 +6,13 @@ so that every test sends its requests the same way. For a server in another proc
 """
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from django.http import HttpResponse
 from rest_framework.test import APIClient
+
+if TYPE_CHECKING:
+    # What the test client answers: a response with ``.json()`` (a name of the stubs only).
+    from rest_framework.response import _MonkeyPatchedResponse as TestResponse
 
 API_URL = "/api/user"
 
@@ -29,26 +32,28 @@ def send(
     path: str = API_URL,
     content_type: str = "application/json",
     **extra: Any,
-) -> HttpResponse:
+) -> "TestResponse":
     """Send ``body`` with any method, GET included: a dict or list goes as JSON text,
     ``str``/``bytes`` as given (to send malformed JSON)."""
     if not isinstance(body, str | bytes):
         body = json.dumps(body)
-    response: HttpResponse = client.generic(method, path, body, content_type=content_type, **extra)
-    return response
+    # The stubs type APIClient.generic as the request factory's (a Request): it answers.
+    return cast(
+        "TestResponse", client.generic(method, path, body, content_type=content_type, **extra)
+    )
 
 
-def get_or_create(client: APIClient, body: Any, **extra: Any) -> HttpResponse:
+def get_or_create(client: APIClient, body: Any, **extra: Any) -> "TestResponse":
     """``GET /api/user`` with ``body`` (e.g. ``{"user_group_id": "acme"}``)."""
     return send(client, "GET", body, **extra)
 
 
-def rotate(client: APIClient, body: Any, **extra: Any) -> HttpResponse:
+def rotate(client: APIClient, body: Any, **extra: Any) -> "TestResponse":
     """``POST /api/user`` with ``body`` (e.g. ``{"current_token": token}``)."""
     return send(client, "POST", body, **extra)
 
 
-def status_and_body(response: HttpResponse) -> tuple[int, Any]:
+def status_and_body(response: "TestResponse") -> tuple[int, Any]:
     """``(status code, decoded JSON body)`` of an API answer, for tests that check both
     at once (``status, body = status_and_body(get_or_create(...))``)."""
-    return response.status_code, response.json()  # type: ignore[attr-defined]
+    return response.status_code, response.json()

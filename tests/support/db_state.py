@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def stored_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def stored_state() -> tuple[list[Any], list[Any]]:
     """Every UserGroup and SchemaMapping row, all columns: equal before and after a
     request that must not change the database."""
     from usergroups.models import SchemaMapping, UserGroup

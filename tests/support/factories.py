@@ -12,7 +12,7 @@ from usergroups import crypto
 from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
 
 
-class WorkspaceFactory(factory.django.DjangoModelFactory):
+class WorkspaceFactory(factory.django.DjangoModelFactory[Workspace]):
     class Meta:
         model = Workspace
         django_get_or_create = ("slug",)
@@ -21,7 +21,7 @@ class WorkspaceFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.slug.title())
 
 
-class APIKeyFactory(factory.django.DjangoModelFactory):
+class APIKeyFactory(factory.django.DjangoModelFactory[APIKey]):
     class Meta:
         model = APIKey
 
@@ -42,7 +42,7 @@ class APIKeyFactory(factory.django.DjangoModelFactory):
         return row
 
 
-class UserGroupFactory(factory.django.DjangoModelFactory):
+class UserGroupFactory(factory.django.DjangoModelFactory[UserGroup]):
     class Meta:
         model = UserGroup
 
@@ -67,7 +67,7 @@ class UserGroupFactory(factory.django.DjangoModelFactory):
         return group
 
 
-class SchemaMappingFactory(factory.django.DjangoModelFactory):
+class SchemaMappingFactory(factory.django.DjangoModelFactory[SchemaMapping]):
     class Meta:
         model = SchemaMapping
 
