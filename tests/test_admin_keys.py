@@ -10,9 +10,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.admin_support import admin_url, staff_client
-from tests.conftest import API_URL
-from tests.factories import APIKeyFactory, WorkspaceFactory
+from tests.support.admin import admin_url, create_key, staff_client
+from tests.support.api import API_URL
+from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from usergroups import crypto
 from usergroups.models import APIKey
 
@@ -25,17 +25,6 @@ def api_status(key: str) -> int:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client.get(API_URL, {"user_group_id": "probe"}).status_code
-
-
-def create_key(client, workspace, **fields):
-    data = {
-        "workspace": str(workspace.pk),
-        "name": "Backend",
-        "expires_at_0": "",
-        "expires_at_1": "",
-    }
-    data.update(fields)
-    return client.post(admin_url("apikey", "add"), data)
 
 
 # Creation ------------------------------------------------------------------------------

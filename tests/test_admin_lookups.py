@@ -14,8 +14,13 @@ from django.contrib.admin.views.main import ChangeList
 from django.test import RequestFactory
 from django.utils import timezone
 
-from tests.admin_support import admin_url, staff_client
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.admin import admin_url, staff_client
+from tests.support.factories import (
+    APIKeyFactory,
+    SchemaMappingFactory,
+    UserGroupFactory,
+    WorkspaceFactory,
+)
 from usergroups import services
 from usergroups.models import APIKey, UserGroup
 

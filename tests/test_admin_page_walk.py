@@ -19,11 +19,14 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.admin_support import admin_url, staff_client
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
-from tests.leaks import find_leaks
-from tests.test_admin_groups import group_form
-from tests.test_admin_keys import create_key
+from tests.support.admin import admin_url, create_key, group_form, staff_client
+from tests.support.factories import (
+    APIKeyFactory,
+    SchemaMappingFactory,
+    UserGroupFactory,
+    WorkspaceFactory,
+)
+from tests.support.leaks import find_leaks
 from usergroups import crypto, services
 from usergroups.models import APIKey, UserGroup, Workspace
 

@@ -13,8 +13,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from tests.conftest import get_or_create
-from tests.factories import APIKeyFactory, UserGroupFactory
+from tests.support.api import get_or_create
+from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.authentication import APIKeyAuthentication, HasAPIKey, find_api_key
 from usergroups.models import APIKey

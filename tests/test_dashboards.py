@@ -16,7 +16,12 @@ from django.test import override_settings
 from example_project.dashboards.demo import DEMO_GROUPS, seed_demo_groups
 from example_project.dashboards.models import EuWarehouseSale, UsWarehouseSale
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.factories import (
+    APIKeyFactory,
+    SchemaMappingFactory,
+    UserGroupFactory,
+    WorkspaceFactory,
+)
 from usergroups import services
 from usergroups.models import UserGroup
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.live_server import ROOT
+from tests.support import ROOT
 
 # The characters of Django's get_random_secret_key(), "$" included.
 KEY_ALPHABET = string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"

@@ -15,8 +15,9 @@ from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.conftest import API_URL, database_unchanged, get_or_create, rotate, send
-from tests.factories import APIKeyFactory, UserGroupFactory
+from tests.support.api import API_URL, get_or_create, rotate, send
+from tests.support.db_state import database_unchanged
+from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.models import APIKey, UserGroup
 

@@ -29,8 +29,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.leaks import SECRET_SHAPE
-from tests.live_server import Gunicorn, manage, server_env
+from tests.support.deployment import manage, server_env
+from tests.support.gunicorn import Gunicorn
+from tests.support.leaks import SECRET_SHAPE
 
 pytestmark = pytest.mark.live
 

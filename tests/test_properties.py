@@ -17,8 +17,8 @@ from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import get_or_create, rotate
-from tests.factories import UserGroupFactory
+from tests.support.api import get_or_create, rotate
+from tests.support.factories import UserGroupFactory
 from usergroups.conf import usergroups_settings
 from usergroups.parsers import loads_strict, max_body_depth
 from usergroups.validators import (

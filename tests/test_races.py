@@ -2,14 +2,12 @@
 compare-and-swap for rotation. Real threads, each with its own connection, hit one
 database (a file on SQLite, so every connection sees the same one)."""
 
-import json
 import threading
 
 import pytest
 from django.db import connections
-from rest_framework.test import APIClient
 
-from tests.conftest import API_URL
+from tests.support.api import client_for, get_or_create, rotate, status_and_body
 from usergroups import crypto, services
 from usergroups.models import SchemaMapping, UserGroup
 
@@ -46,30 +44,14 @@ def run_together(count, call):
     return results
 
 
-def client_for(key):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return client
-
-
-def get_or_create(key, body):
-    response = client_for(key).generic(
-        "GET", API_URL, json.dumps(body), content_type="application/json"
-    )
-    return response.status_code, response.json()
-
-
-def rotate(key, token):
-    response = client_for(key).post(API_URL, {"current_token": token}, format="json")
-    return response.status_code, response.json()
-
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_concurrent_get_or_create_makes_one_group(api_key):
     body = {"user_group_id": "race-new", "mapping": {"s1": "d1", "s2": "d2"}}
-    results = run_together(THREADS, lambda i: get_or_create(api_key.key, body))
+    results = run_together(
+        THREADS, lambda i: status_and_body(get_or_create(client_for(api_key.key), body))
+    )
 
     assert [status for status, _ in results] == [200] * THREADS, results
     groups = UserGroup.objects.filter(workspace=api_key.workspace, provided_id="race-new")
@@ -88,7 +70,10 @@ def test_concurrent_get_or_create_makes_one_group(api_key):
 
 def test_concurrent_get_or_create_of_different_ids(api_key):
     results = run_together(
-        THREADS, lambda i: get_or_create(api_key.key, {"user_group_id": f"race-{i % 4}"})
+        THREADS,
+        lambda i: status_and_body(
+            get_or_create(client_for(api_key.key), {"user_group_id": f"race-{i % 4}"})
+        ),
     )
 
     assert [status for status, _ in results] == [200] * THREADS, results
@@ -102,7 +87,10 @@ def test_concurrent_get_or_create_of_different_ids(api_key):
 
 def test_concurrent_rotations_have_one_winner(api_key, group):
     old_token = group.token
-    results = run_together(THREADS, lambda i: rotate(api_key.key, old_token))
+    results = run_together(
+        THREADS,
+        lambda i: status_and_body(rotate(client_for(api_key.key), {"current_token": old_token})),
+    )
 
     statuses = sorted(status for status, _ in results)
     assert statuses == [200] + [404] * (THREADS - 1), results
@@ -131,7 +119,9 @@ def test_concurrent_rotation_chains_never_fork(api_key, group):
         for _ in range(3):
             with lock:
                 token = state["token"]
-            status, body = rotate(api_key.key, token)
+            status, body = status_and_body(
+                rotate(client_for(api_key.key), {"current_token": token})
+            )
             if status == 200:
                 with lock:
                     wins.append((token, body["user_group"]["token"]))
@@ -181,7 +171,9 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
 
     # And through the API: the loser answers 200 with the stored group, not new.
     misses.clear()
-    status, body = get_or_create(api_key.key, {"user_group_id": group.provided_id})
+    status, body = status_and_body(
+        get_or_create(client_for(api_key.key), {"user_group_id": group.provided_id})
+    )
     assert misses == [group.provided_id]
     assert status == 200, body
     assert body["new_user_group"] is False

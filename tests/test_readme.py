@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from tests.conftest import send
+from tests.support.api import send
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

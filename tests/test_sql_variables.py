@@ -3,7 +3,7 @@
 import pytest
 from django.db import connection
 
-from tests.factories import SchemaMappingFactory, UserGroupFactory
+from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
 
 HOSTILE = [

@@ -4,10 +4,7 @@ The browser is Debian's ``chromium`` package, launched by its path (``playwright
 is never needed). Every page visited is saved under ``artifacts/screenshots/``.
 """
 
-import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -109,19 +106,3 @@ def admin_login(page, live_server, django_user_model, screenshot):
 
     login.user = user
     return login
-
-
-def call_api(base_url: str, api_key: str, method: str, body: dict) -> tuple[int, dict]:
-    """One request to ``/api/user`` from the test process, as an API client would send it."""
-    request = urllib.request.Request(
-        f"{base_url}/api/user",
-        data=json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Token {api_key}", "Content-Type": "application/json"},
-    )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(request, timeout=10) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        return error.code, json.load(error)

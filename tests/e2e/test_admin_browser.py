@@ -5,8 +5,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import call_api
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.factories import (
+    APIKeyFactory,
+    SchemaMappingFactory,
+    UserGroupFactory,
+    WorkspaceFactory,
+)
+from tests.support.http import call_api
 from usergroups.models import APIKey, UserGroup
 
 pytestmark = pytest.mark.django_db(transaction=True)
