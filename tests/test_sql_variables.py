@@ -1,10 +1,21 @@
 """Group properties as SQL variables: parameters, never interpolation, on the real database."""
 
+import sqlite3
+
 import pytest
 from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.factories import SchemaMappingFactory, UserGroupFactory
-from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
+from usergroups.sqlscan import DIALECTS, _placeholders_in_code
+from usergroups.variables import (
+    PLACEHOLDER,
+    VariableError,
+    data_source_for,
+    group_variables,
+    render_sql,
+)
 
 HOSTILE = [
     "EU' OR '1'='1",
@@ -254,3 +265,26 @@ def test_hostile_values_in_lists_match_only_themselves(sales, value):
     query = "SELECT region FROM usergroups_sales WHERE region IN {{ v }}"
     assert run(query, {"v": ["EU", value]}) == [("EU",)]
     assert len(run("SELECT region FROM usergroups_sales", {})) == 4
+
+
+# --- The scanner against a real SQL lexer -----------------------------------------------
+
+# Pieces of SQL text that open, close or look like quotes and comments (no "[", which
+# SQLite reads as a quote and the scanner on purpose does not; no CREATE TRIGGER).
+PIECES = ["'", '"', "`", "''", "-", "--", "/*", "*/", "*", "/", "\n", " ", "x", "e", "E"]
+PIECES += ["\\", "$$", "$", "#", "1", ",", "{{ v }}", "{{ v }}", "{{", "}}"]
+
+
+@settings(max_examples=2000, deadline=None, database=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), max_size=14))
+def test_sqlite_reading_agrees_with_sqlite_itself(pieces):
+    """SQLite's own lexer (``sqlite3_complete``: is a ``;`` put there outside any
+    string, name or comment?) says which placeholders are code; the scanner agrees."""
+    query = "".join(pieces)
+    in_code = {
+        match.start()
+        for match in PLACEHOLDER.finditer(query)
+        if sqlite3.complete_statement(query[: match.start()] + ";")
+    }
+    sqlite = next(dialect for dialect in DIALECTS if dialect.name == "SQLite")
+    assert _placeholders_in_code(query, PLACEHOLDER, sqlite) == in_code
