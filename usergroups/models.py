@@ -7,7 +7,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from . import crypto
-from .fields import ExactCharField, PortableJSONField
+from .fields import ExactCharField, JSONTextField
 
 
 class Workspace(models.Model):
@@ -100,7 +100,7 @@ class UserGroup(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="user_groups")
     provided_id = ExactCharField(max_length=255)
     name = models.CharField(max_length=255)
-    properties = PortableJSONField(null=True, blank=True)
+    properties = JSONTextField(null=True, blank=True)
     token_digest = models.CharField(max_length=64, unique=True, editable=False)
     token_sealed = models.CharField(max_length=64, editable=False)
     # Kept only while ROTATION_GRACE_SECONDS lets an old token resolve.
