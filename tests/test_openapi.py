@@ -14,7 +14,13 @@ def schema():
 
 
 def operation(schema, method):
-    return schema["paths"]["/api/user/"][method]
+    return schema["paths"]["/api/user"][method]
+
+
+def test_paths_are_written_as_the_docs_write_them(schema):
+    """The API answers with and without a trailing slash; the schema names the form the
+    docs use, without it."""
+    assert set(schema["paths"]) == {"/api/user", "/api/user/list"}
 
 
 def test_both_operations_are_described(schema):
