@@ -133,7 +133,7 @@ def test_every_message_has_a_hint_or_says_enough():
 # One id per problem ----------------------------------------------------------------------
 
 CHECKS_SOURCE = Path(usergroups.checks.__file__).read_text()
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+CHECKS_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
 SQLITE_UNSET = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 # Each problem the checks know, and settings that cause it alone.
 PROBLEMS = {
@@ -161,7 +161,7 @@ def test_each_problem_has_its_own_id_with_a_hint():
         assert all(m.hint for m in messages), (problem, messages)
         seen[problem] = messages[0].id
     assert len(set(seen.values())) == len(PROBLEMS), seen
-    # Every id the module can emit is one of these problems, and the README lists each.
+    # Every id the module can emit is one of these problems, and the checks page lists each.
     assert set(re.findall(r'id="(usergroups\.[EW]\d{3})"', CHECKS_SOURCE)) == set(seen.values())
-    documented = set(re.findall(r"^\| `(usergroups\.[EW]\d{3})` \|", README, re.MULTILINE))
+    documented = set(re.findall(r"^\| `(usergroups\.[EW]\d{3})` \|", CHECKS_PAGE, re.MULTILINE))
     assert documented == set(seen.values())
