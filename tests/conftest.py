@@ -6,9 +6,18 @@ from contextlib import contextmanager
 import pytest
 from rest_framework.test import APIClient
 
+from tests import services
 from tests.factories import APIKeyFactory, UserGroupFactory, WorkspaceFactory
 
 API_URL = "/api/user"
+
+
+def pytest_runtest_setup(item):
+    """``@pytest.mark.needs("redis")``: skipped (failed under CI=true) when the machine
+    lacks the service; see tests/services.py. Runs before the test's fixtures."""
+    for marker in item.iter_markers("needs"):
+        for service in marker.args:
+            services.require(service)
 
 
 @pytest.fixture
