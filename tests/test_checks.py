@@ -123,3 +123,61 @@ def test_every_message_has_a_hint_or_says_enough():
         messages = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
     assert {m.id for m in messages} == {"usergroups.E002", "usergroups.E004", "usergroups.E005"}
     assert all(m.hint for m in messages)
+
+
+@no_database_override_warning
+def test_w001_quiet_under_debug():
+    """A fresh ``startproject`` site (DEBUG on, bare SQLite) migrates without W001."""
+    databases = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+    assert ids(DATABASES=databases, DEBUG=True) == set()
+    assert ids(DATABASES=databases, DEBUG=False) == {"usergroups.W001"}
+
+
+# E010 reads django.VERSION and rest_framework.VERSION, the installed releases: setting
+# them stands in for installing another pair (the lowest/newest tox envs install real ones).
+@pytest.fixture
+def installed(monkeypatch):
+    import django
+    import rest_framework
+
+    def install(django_version: tuple, drf_version: str) -> None:
+        monkeypatch.setattr(django, "VERSION", django_version)
+        monkeypatch.setattr(rest_framework, "VERSION", drf_version)
+
+    return install
+
+
+@pytest.mark.parametrize(
+    ("django_version", "drf_version"),
+    [
+        ((6, 1, 0, "final", 0), "3.17.2"),  # fails at URL import: cc_delim_re is gone
+        ((6, 2, 0, "alpha", 0), "3.15.2"),
+        ((5, 2, 0, "final", 0), "3.16.1"),  # below the declared floor
+    ],
+)
+def test_e010_rest_framework_too_old_for_django(installed, django_version, drf_version):
+    installed(django_version, drf_version)
+    errors = [m for m in run_checks(databases=[]) if m.id == "usergroups.E010"]
+    assert len(errors) == 1
+    assert f"Django REST framework {drf_version} is too old for Django" in errors[0].msg
+    assert errors[0].hint == 'Upgrade it: pip install "djangorestframework>=3.18".'
+
+
+@pytest.mark.parametrize(
+    ("django_version", "drf_version"),
+    [
+        ((6, 1, 3, "final", 0), "3.18.0"),
+        ((5, 2, 0, "final", 0), "3.18.0"),
+        ((6, 1, 0, "final", 0), "3.19.0a1"),
+    ],
+)
+def test_e010_quiet_when_rest_framework_is_new_enough(installed, django_version, drf_version):
+    installed(django_version, drf_version)
+    assert ids() == set()
+
+
+def test_e010_quiet_on_the_installed_pair():
+    """The pair this run really has: each tox env and .ci/run pass installs one."""
+    from usergroups.checks import check_rest_framework_version
+
+    assert check_rest_framework_version() == []
