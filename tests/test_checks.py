@@ -1,8 +1,11 @@
 """System checks, run as Django runs them: ``run_checks()`` under ``override_settings``."""
 
+import importlib.util
+
 import pytest
 from django.conf import settings
 from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 SQLITE_OK = {"transaction_mode": "IMMEDIATE", "timeout": 20}
@@ -181,3 +184,15 @@ def test_e010_quiet_on_the_installed_pair():
     from usergroups.checks import check_rest_framework_version
 
     assert check_rest_framework_version() == []
+
+
+def test_e010_named_by_the_url_import_an_old_drf_would_break(installed):
+    """``check`` and ``migrate`` import the URLconf, where an old DRF fails on its own
+    ImportError before E010 could be listed: the URLconf says E010's fix instead."""
+    installed((6, 1, 0, "final", 0), "3.17.2")
+    spec = importlib.util.find_spec("usergroups.urls")
+    fresh = importlib.util.module_from_spec(spec)  # not the site's loaded URLconf
+    with pytest.raises(ImproperlyConfigured) as raised:
+        spec.loader.exec_module(fresh)
+    assert 'pip install "djangorestframework>=3.18"' in str(raised.value)
+    assert "usergroups.E010" in str(raised.value)
