@@ -20,9 +20,10 @@ help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
 	@echo "make test   create .venv, run the suite (DATABASE_URL picks the database; default SQLite)"
 	@echo "make lint   ruff check and ruff format --check"
-	@echo "make tox    the Python x Django matrix of tox.ini (needs python3.12 and python3.13)"
+	@echo "make tox    the Python x Django matrix of tox.ini, and its lowest/newest releases"
+	@echo "            (needs python3.11-3.13; one env: make tox TOX_ARGS=\"-e lowest\")"
 	@echo "make docs   build the documentation site (docs/, mkdocs.yml) strictly into site/"
-	@echo "make clean  remove .venv, .tox, site/ and the demo database and key"
+	@echo "make clean  remove .venv, .tox, build/, dist/, site/ and the demo database and key"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -56,7 +57,7 @@ docs: $(VENV)/.installed-docs
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf $(VENV) .tox site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
+	rm -rf $(VENV) .tox build dist site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
 
 # make bench: usergroups against two DRF baselines under gunicorn + wrk, on SQLite and
 # PostgreSQL (database `bench` at 127.0.0.1, created if missing); see bench/run.py.

@@ -1,6 +1,14 @@
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import re_path
 
-from .views import UserGroupListView, UserGroupView
+from .checks import check_rest_framework_version
+
+# Django imports URLconfs while running the system checks, and a DRF too old for this
+# Django fails to import its views there, so E010 would never be shown: say it here.
+if too_old := check_rest_framework_version():
+    raise ImproperlyConfigured(f"{too_old[0].msg} {too_old[0].hint} ({too_old[0].id})")
+
+from .views import UserGroupListView, UserGroupView  # noqa: E402
 
 app_name = "usergroups"
 

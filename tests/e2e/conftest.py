@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.services import CHROMIUM
+
 # Playwright's sync API runs an asyncio loop in this thread for the rest of the session,
 # which Django would otherwise take for async code and refuse ORM calls in.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-CHROMIUM = os.environ.get("USERGROUPS_E2E_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -32,6 +33,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/e2e/" in item.nodeid.replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.needs("chromium"))
 
 
 def pytest_configure(config):
@@ -40,13 +42,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
-    if not os.path.exists(CHROMIUM):
-        message = (
-            f"No Chromium at {CHROMIUM} (apt-get install chromium, or set USERGROUPS_E2E_CHROMIUM)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    # Every e2e test is marked needs("chromium"): skipped before this when it is missing.
     return {
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
