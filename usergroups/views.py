@@ -15,6 +15,7 @@ from .authentication import APIKeyAuthentication, HasAPIKey
 from .conf import usergroups_settings
 from .exceptions import exception_handler
 from .parsers import JSONObjectParser, loads_strict
+from .querystring import query_params
 from .serializers import (
     DeletedGroupSerializer,
     DeleteRequestSerializer,
@@ -49,9 +50,11 @@ class AlwaysJSON(DefaultContentNegotiation):
 
 def get_or_create_input(request: Request) -> dict[str, Any]:
     """The body, or the query string for clients that cannot send a body with GET."""
-    if request.data or not request.query_params:
+    if request.data:
         return request.data
-    params = request.query_params
+    params = query_params(request)
+    if not params:
+        return request.data
     data: dict[str, Any] = {name: params[name] for name in QUERY_FIELDS if name in params}
     errors = {}
     for name in QUERY_JSON_FIELDS:
@@ -148,7 +151,7 @@ class UserGroupListView(WorkspaceAPIView):
     http_method_names = ["get"]
 
     def get(self, request: Request) -> Response:
-        query = ListQuerySerializer(data=request.query_params)
+        query = ListQuerySerializer(data=query_params(request))
         query.is_valid(raise_exception=True)
         page, size = query.validated_data["page"], query.validated_data["page_size"]
         groups = services.list_groups(
