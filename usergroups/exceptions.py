@@ -15,6 +15,14 @@ class RequestTooLarge(exceptions.APIException):
     default_code = "request_too_large"
 
 
+class LengthRequired(exceptions.APIException):
+    """A chunked body this server hands over unsized, so it cannot be read (usergroups.chunked)."""
+
+    status_code = status.HTTP_411_LENGTH_REQUIRED
+    default_detail = "This server cannot read a chunked body; send Content-Length."
+    default_code = "length_required"
+
+
 class TokenUnavailable(exceptions.APIException):
     """The group's token was sealed with a secret this server no longer has."""
 

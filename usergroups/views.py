@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from . import services
 from .authentication import APIKeyAuthentication, HasAPIKey
+from .chunked import ChunkedBodyRequest
 from .conf import usergroups_settings
 from .exceptions import exception_handler
 from .parsers import JSONObjectParser, loads_strict
@@ -77,6 +78,16 @@ class WorkspaceAPIView(APIView):
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
+
+    def initialize_request(self, request, *args, **kwargs) -> ChunkedBodyRequest:
+        # As APIView.initialize_request, with a request that reads chunked bodies.
+        return ChunkedBodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
 
     def get_exception_handler(self):
         return exception_handler
