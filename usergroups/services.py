@@ -115,8 +115,9 @@ def create_group(
     return group
 
 
-# Tries of get-or-create when each insert loses to a group that is gone before it is read.
-CREATE_ATTEMPTS = 5
+# Tries of an insert (get-or-create) or a rename that meets a group holding its id, when
+# each time that group is gone before it can be read: the id was freed meanwhile.
+ATTEMPTS_WHEN_GONE = 5
 
 
 def get_or_create_group(
@@ -131,9 +132,9 @@ def get_or_create_group(
     A known group is returned as stored, whatever the other arguments say. Two callers
     racing to create one id meet at the unique constraint: the loser reads the winner.
     If the winner is gone before the loser reads it (deleted or renamed meanwhile), the
-    id is free again: the loser tries again, :data:`CREATE_ATTEMPTS` times in all.
+    id is free again: the loser tries again, :data:`ATTEMPTS_WHEN_GONE` times in all.
     """
-    for _attempt in range(CREATE_ATTEMPTS):
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
         group = find_group(workspace_id, provided_id)
         if group is not None:
             return group, False
@@ -236,7 +237,7 @@ def update_group(
     gone by the time it is looked for, the id is free again and the update is retried.
     """
     new_id = changes.get("provided_id")
-    for _attempt in range(CREATE_ATTEMPTS):
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
         try:
             group = _update_group(workspace_id, provided_id, changes)
             break
