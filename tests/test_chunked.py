@@ -4,16 +4,23 @@ cannot, and never taken for an empty body. Over ``MAX_BODY_BYTES`` is 413 either
 
 The requests are written by hand on a raw socket, chunk framing included: an HTTP library
 would choose the framing itself. gunicorn de-chunks (and says so with
-``wsgi.input_terminated``); Django's own server (wsgiref, as under ``runserver`` and
-pytest-django's ``live_server``) does not, nor does the test client with the header set.
+``wsgi.input_terminated``); so does an ASGI server, which hands Django the body in
+messages. Django's own server (wsgiref, as under ``runserver`` and pytest-django's
+``live_server``) does not, nor does the test client with the header set.
 """
 
+import asyncio
 import http.client
 import json
 import socket
 import threading
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.core.asgi import get_asgi_application
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from django.test import override_settings
 
 from tests.conftest import API_URL, database_unchanged, send
 from tests.factories import APIKeyFactory, UserGroupFactory
@@ -235,3 +242,74 @@ def test_chunked_on_djangos_own_server_is_411(live_server, transactional_db):
     assert headers["content-type"] == "application/json"
     assert answer["error"]["code"] == "length_required"
     assert not UserGroup.objects.filter(provided_id="over-wsgiref").exists()
+
+
+# --- ASGI: the server de-chunks, Django receives the whole body ----------------------------
+
+
+def asgi_request(key: str, body: bytes, pieces: int = 3) -> tuple[int, dict]:
+    """A chunked GET through Django's ASGI handler, as an ASGI server delivers it: the
+    ``Transfer-Encoding`` header, no ``Content-Length``, the body in several messages."""
+    size = -(-len(body) // pieces)
+    messages = [
+        {"type": "http.request", "body": body[i : i + size], "more_body": i + size < len(body)}
+        for i in range(0, len(body), size)
+    ]
+    sent = []
+
+    async def receive():
+        if messages:
+            return messages.pop(0)
+        await asyncio.Event().wait()  # no disconnect: the handler stops listening when done
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": API_URL,
+        "raw_path": API_URL.encode(),
+        "query_string": b"user_group_id=from-query",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"authorization", f"Token {key}".encode()),
+            (b"content-type", b"application/json"),
+            (b"transfer-encoding", b"chunked"),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    # As Django's own test clients do: the test's connection (and its transaction) is
+    # not closed by the handler at the start and end of the request.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        async_to_sync(get_asgi_application())(scope, receive, send)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    content = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(content)
+
+
+def test_chunked_body_under_asgi_is_read(api_key):
+    status, answer = asgi_request(api_key.key, as_json({"user_group_id": "over-asgi"}))
+
+    assert status == 200, answer
+    assert answer["user_group"]["provided_id"] == "over-asgi"
+    assert answer["new_user_group"] is True
+
+
+@override_settings(USERGROUPS={"MAX_BODY_BYTES": 100})
+def test_chunked_body_under_asgi_over_the_limit_is_413(api_key):
+    body = as_json({"user_group_id": "over-asgi", "name": "x" * 200})
+    with database_unchanged():
+        status, answer = asgi_request(api_key.key, body)
+    assert status == 413, answer
+    assert answer["error"]["code"] == "request_too_large"

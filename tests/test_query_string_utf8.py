@@ -7,6 +7,8 @@ empty body, and ``GET /api/user/list``.
 """
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
 
 from tests.conftest import API_URL, database_unchanged, get_or_create
 from tests.factories import UserGroupFactory
@@ -116,3 +118,24 @@ def test_list_prefix_is_read_as_utf8(api_client, workspace):
     UserGroupFactory(workspace=workspace, provided_id="cafe-2")
     body = api_client.get(f"{LIST_URL}?provided_id_prefix=caf%C3%A9").json()
     assert [g["provided_id"] for g in body["user_groups"]] == ["café-1"]
+
+
+@pytest.mark.parametrize(
+    "query_string, status, provided_id",
+    [
+        (b"user_group_id=caf%C3%A9%E2%9C%93", 200, "caf\u00e9\u2713"),
+        ("user_group_id=café✓".encode(), 200, "caf\u00e9\u2713"),  # raw UTF-8 bytes
+        (b"user_group_id=caf%E9", 400, None),
+    ],
+    ids=["escaped", "raw", "latin-1"],
+)
+def test_under_asgi_too(api_key, query_string, status, provided_id):
+    """Django's ASGI handler gives the query string already decoded (as UTF-8); it is
+    read the same way, not mistaken for WSGI's Latin-1 text."""
+    headers = {"Authorization": f"Token {api_key.key}"}
+    response = async_to_sync(AsyncClient().get)(API_URL, headers=headers, QUERY_STRING=query_string)
+    assert response.status_code == status, response.content
+    if provided_id is not None:
+        assert response.json()["user_group"]["provided_id"] == provided_id
+    else:
+        assert_error(response, 400, "invalid", {"user_group_id"})

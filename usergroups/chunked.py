@@ -2,13 +2,16 @@
 
 Django sizes a body by ``Content-Length`` alone: without one the body reads as empty,
 so a chunked create would be answered as a request without a body (or from its query
-string). A server that de-chunks (gunicorn) says so with ``wsgi.input_terminated``: its
-input ends where the body ends, so it can be read to the end. One that does not
-(runserver's wsgiref) would hand over the raw chunk framing: 411 ``length_required``.
+string). A WSGI server that de-chunks (gunicorn) says so with ``wsgi.input_terminated``:
+its input ends where the body ends, so it can be read to the end. Under ASGI the server
+de-chunks and Django has received the whole body before the view runs. A WSGI server
+that does neither (runserver's wsgiref) would hand over the raw chunk framing: 411
+``length_required``.
 """
 
 import io
 
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from rest_framework.request import Request
 
@@ -24,9 +27,12 @@ def is_chunked(request: HttpRequest) -> bool:
 
 def read_chunked_body(request: HttpRequest, limit: int) -> bytes:
     """The de-chunked body; 411 if the server cannot give it, 413 if over ``limit``."""
-    if not request.META.get("wsgi.input_terminated"):
+    if request.META.get("wsgi.input_terminated"):
+        stream = request.META["wsgi.input"]
+    elif isinstance(request, ASGIRequest):
+        stream = request  # reads the body Django's ASGI handler received
+    else:
         raise LengthRequired()
-    stream = request.META["wsgi.input"]
     parts, size = [], 0
     while size <= limit:  # a read may return less than asked before the end
         part = stream.read(limit + 1 - size)
