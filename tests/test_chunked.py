@@ -17,7 +17,7 @@ import threading
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import override_settings
@@ -289,7 +289,9 @@ def asgi_request(key: str, body: bytes, pieces: int = 3) -> tuple[int, dict]:
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     try:
-        async_to_sync(get_asgi_application())(scope, receive, send)
+        # The handler itself: get_asgi_application() would also run django.setup(),
+        # which reconfigures logging under the session's log guard.
+        async_to_sync(ASGIHandler())(scope, receive, send)
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
