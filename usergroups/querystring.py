@@ -30,7 +30,7 @@ def query_params(request: HttpRequest) -> MultiValueDict:
 
 
 def parse_query_string(raw: bytes) -> MultiValueDict:
-    """Parse ``raw`` (the query string's bytes; WSGI gives them as Latin-1 text)."""
+    """Parse ``raw``, the query string as the bytes the client sent."""
     params: MultiValueDict = MultiValueDict()
     if not raw:
         return params
