@@ -11,8 +11,9 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 
 comma := ,
-# The MySQL driver is compiled (needs libmariadb-dev and pkg-config): only when it is used.
-TEST_EXTRAS := test$(if $(filter mysql%,$(DATABASE_URL)),$(comma)mysql)
+# The MySQL driver is compiled (needs libmariadb-dev and pkg-config): only when it is used,
+# by a MariaDB DATABASE_URL or, under CI=true, by the live race test's own MariaDB database.
+TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI))),$(comma)mysql)
 
 .PHONY: help demo demo-setup test lint tox docs clean
 

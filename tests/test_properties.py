@@ -198,9 +198,9 @@ def same_json(sent, got) -> bool:
     return sent == got
 
 
-def assert_error_shape(response, code: str, fields: set[str] | None = None):
+def assert_error_shape(response, code: str, fields: set[str] | None = None, status: int = 400):
     body = response.json()
-    assert response.status_code == 400, body
+    assert response.status_code == status, body
     assert body["success"] == 0, body
     error = body["error"]
     assert error["code"] == code, body
@@ -223,8 +223,14 @@ def as_json_text(value) -> str:
 
 def check_get_or_create(api_client, body):
     outcome, bad = get_or_create_outcome(body)
+    text = as_json_text(body)
+    if len(text.encode()) > usergroups_settings.MAX_BODY_BYTES:
+        outcome = "request_too_large"  # refused before it is parsed
     event(outcome)  # --hypothesis-show-statistics shows the mix
-    response = get_or_create(api_client, as_json_text(body))
+    response = get_or_create(api_client, text)
+    if outcome == "request_too_large":
+        assert_error_shape(response, "request_too_large", status=413)
+        return
     if outcome == "parse_error":
         assert_error_shape(response, "parse_error")
         return

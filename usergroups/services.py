@@ -15,6 +15,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from . import crypto
 from .conf import usergroups_settings
+from .conflicts import retry_on_conflict
 from .models import SchemaMapping, UserGroup
 from .prepared import PreparedSQL
 from .signals import send_on_commit, token_rotated
@@ -72,17 +73,23 @@ def find_group(workspace_id: int, provided_id: str) -> UserGroup | None:
     return group
 
 
-def _find_group_locked(workspace_id: int, provided_id: str) -> UserGroup:
+@retry_on_conflict
+def _find_group_locked(workspace_id: int, provided_id: str) -> UserGroup | None:
     """Read the winner of a lost insert race with a locking read, which sees the latest
-    committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB)."""
+    committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
+    the winner is gone again (deleted, or renamed)."""
     with transaction.atomic():
-        group = UserGroup.objects.select_for_update().get(
-            workspace_id=workspace_id, provided_id=provided_id
+        group = (
+            UserGroup.objects.select_for_update()
+            .filter(workspace_id=workspace_id, provided_id=provided_id)
+            .first()
         )
-        group.mapping = dict(group.mappings.values_list("schema_id", "data_source_id"))
+        if group is not None:
+            group.mapping = dict(group.mappings.values_list("schema_id", "data_source_id"))
     return group
 
 
+@retry_on_conflict
 @sensitive_variables("token")
 def create_group(
     workspace_id: int,
@@ -108,6 +115,11 @@ def create_group(
     return group
 
 
+# Tries of an insert (get-or-create) or a rename that meets a group holding its id, when
+# each time that group is gone before it can be read: the id was freed meanwhile.
+ATTEMPTS_WHEN_GONE = 5
+
+
 def get_or_create_group(
     workspace_id: int,
     provided_id: str,
@@ -119,25 +131,30 @@ def get_or_create_group(
 
     A known group is returned as stored, whatever the other arguments say. Two callers
     racing to create one id meet at the unique constraint: the loser reads the winner.
+    If the winner is gone before the loser reads it (deleted or renamed meanwhile), the
+    id is free again: the loser tries again, :data:`ATTEMPTS_WHEN_GONE` times in all.
     """
-    group = find_group(workspace_id, provided_id)
-    if group is not None:
-        return group, False
-    try:
-        return create_group(
-            workspace_id,
-            provided_id,
-            name if name is not None else provided_id,
-            mapping or {},
-            properties,
-        ), True
-    except IntegrityError as exc:
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        group = find_group(workspace_id, provided_id)
+        if group is not None:
+            return group, False
         try:
-            return _find_group_locked(workspace_id, provided_id), False
-        except UserGroup.DoesNotExist:
-            # No winner to read: the insert failed for another reason (e.g. a mapping
-            # row); report that error, not a missing group.
-            raise exc from None
+            return create_group(
+                workspace_id,
+                provided_id,
+                name if name is not None else provided_id,
+                mapping or {},
+                properties,
+            ), True
+        except IntegrityError as exc:
+            error = exc
+        group = _find_group_locked(workspace_id, provided_id)
+        if group is not None:
+            return group, False
+        logger.info("The group that won an insert race was gone before it was read; retrying")
+    # Never a winner to read: the insert fails for another reason (e.g. a mapping row);
+    # report that error, not a missing group.
+    raise error
 
 
 @sensitive_variables("current_token")
@@ -149,7 +166,13 @@ def rotate_token(workspace_id: int, current_token: str) -> UserGroup | None:
     """
     if not crypto.looks_like_group_token(current_token):
         return None
-    old_digest = crypto.digest(current_token)
+    return _rotate_digest(workspace_id, crypto.digest(current_token))
+
+
+# Retried with the digest, not the token: the retry's frame holds its arguments, and
+# only a function marked with sensitive_variables has them hidden from error reports.
+@retry_on_conflict
+def _rotate_digest(workspace_id: int, old_digest: str) -> UserGroup | None:
     using, rows = _FIND_BY_DIGEST.fetch([workspace_id, old_digest])
     if not rows:
         return None
@@ -210,30 +233,51 @@ def update_group(
 
     Given fields replace what is stored (a given mapping replaces the whole mapping);
     absent ones stay. The row is locked for the transaction, so concurrent updates queue.
+    A rename to an id another group has raises :class:`ProvidedIdTaken`; if that group is
+    gone by the time it is looked for, the id is free again and the update is retried.
     """
-    try:
-        with transaction.atomic():
-            group = (
-                UserGroup.objects.select_for_update()
-                .filter(workspace_id=workspace_id, provided_id=provided_id)
-                .first()
-            )
-            if group is None:
-                return None
-            for field in ("name", "properties", "provided_id"):
-                if field in changes:
-                    setattr(group, field, changes[field])
-            group.save()
-            if "mapping" in changes:
-                group.mappings.all().delete()
-                SchemaMapping.objects.bulk_create(
-                    SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
-                    for schema_id, source in changes["mapping"].items()
-                )
-    except IntegrityError:
-        raise ProvidedIdTaken(changes.get("provided_id"))
+    new_id = changes.get("provided_id")
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        try:
+            group = _update_group(workspace_id, provided_id, changes)
+            break
+        except IntegrityError as exc:
+            if new_id is None or new_id == provided_id:
+                raise  # not a rename conflict: a bug, not bad input
+            taken = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=new_id)
+            if taken.exists():
+                raise ProvidedIdTaken(new_id)
+            error = exc
+    else:
+        # The id was never found taken: the update fails for another reason (a bug).
+        raise error
+    if group is None:
+        return None
     group.mapping = dict(group.mappings.values_list("schema_id", "data_source_id"))
     logger.info("Updated user group team_id=%s", group.team_id)
+    return group
+
+
+@retry_on_conflict
+def _update_group(workspace_id: int, provided_id: str, changes: dict[str, Any]) -> UserGroup | None:
+    with transaction.atomic():
+        group = (
+            UserGroup.objects.select_for_update()
+            .filter(workspace_id=workspace_id, provided_id=provided_id)
+            .first()
+        )
+        if group is None:
+            return None
+        for field in ("name", "properties", "provided_id"):
+            if field in changes:
+                setattr(group, field, changes[field])
+        group.save()
+        if "mapping" in changes:
+            group.mappings.all().delete()
+            SchemaMapping.objects.bulk_create(
+                SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
+                for schema_id, source in changes["mapping"].items()
+            )
     return group
 
 
@@ -245,15 +289,21 @@ def delete_group(
 
     Returns the group as it was, ``team_id`` included (Django clears it on delete).
     """
-    groups = UserGroup.objects.filter(workspace_id=workspace_id)
     if provided_id is not None:
-        groups = groups.filter(provided_id=provided_id)
-    elif crypto.looks_like_group_token(token):
-        groups = groups.filter(token_digest=crypto.digest(token))
-    else:
-        return None
+        return _delete_group(workspace_id, provided_id=provided_id)
+    if crypto.looks_like_group_token(token):
+        return _delete_group(workspace_id, token_digest=crypto.digest(token))
+    return None
+
+
+@retry_on_conflict  # given the digest, not the token (see _rotate_digest)
+def _delete_group(workspace_id: int, **lookup: str) -> UserGroup | None:
     with transaction.atomic():
-        group = groups.select_for_update().first()
+        group = (
+            UserGroup.objects.select_for_update()
+            .filter(workspace_id=workspace_id, **lookup)
+            .first()
+        )
         if group is None:
             return None
         team_id = group.team_id

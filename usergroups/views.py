@@ -12,9 +12,11 @@ from rest_framework.views import APIView
 
 from . import services
 from .authentication import APIKeyAuthentication, HasAPIKey
+from .chunked import ChunkedBodyRequest
 from .conf import usergroups_settings
 from .exceptions import exception_handler
 from .parsers import JSONObjectParser, loads_strict
+from .querystring import query_params
 from .serializers import (
     DeletedGroupSerializer,
     DeleteRequestSerializer,
@@ -49,9 +51,11 @@ class AlwaysJSON(DefaultContentNegotiation):
 
 def get_or_create_input(request: Request) -> dict[str, Any]:
     """The body, or the query string for clients that cannot send a body with GET."""
-    if request.data or not request.query_params:
+    if request.data:
         return request.data
-    params = request.query_params
+    params = query_params(request)
+    if not params:
+        return request.data
     data: dict[str, Any] = {name: params[name] for name in QUERY_FIELDS if name in params}
     errors = {}
     for name in QUERY_JSON_FIELDS:
@@ -74,6 +78,16 @@ class WorkspaceAPIView(APIView):
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
+
+    def initialize_request(self, request, *args, **kwargs) -> ChunkedBodyRequest:
+        # As APIView.initialize_request, with a request that reads chunked bodies.
+        return ChunkedBodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
 
     def get_exception_handler(self):
         return exception_handler
@@ -148,7 +162,7 @@ class UserGroupListView(WorkspaceAPIView):
     http_method_names = ["get"]
 
     def get(self, request: Request) -> Response:
-        query = ListQuerySerializer(data=request.query_params)
+        query = ListQuerySerializer(data=query_params(request))
         query.is_valid(raise_exception=True)
         page, size = query.validated_data["page"], query.validated_data["page_size"]
         groups = services.list_groups(

@@ -57,3 +57,25 @@ def status_and_body(response: "TestResponse") -> tuple[int, Any]:
     """``(status code, decoded JSON body)`` of an API answer, for tests that check both
     at once (``status, body = status_and_body(get_or_create(...))``)."""
     return response.status_code, response.json()
+
+
+def assert_error(
+    response: "TestResponse", status: int, code: str, fields: Any = None
+) -> dict[str, Any]:
+    """The response is the contract's error body, naming exactly ``fields`` if given."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+    body = response.json()
+    assert set(body) == {"success", "error"}
+    assert body["success"] == 0 and type(body["success"]) is int
+    error = body["error"]
+    assert type(error["code"]) is str and error["code"] == code
+    assert type(error["message"]) is str and error["message"]
+    if fields is None:
+        assert set(error) == {"code", "message"}
+    else:
+        assert set(error) == {"code", "message", "fields"}
+        assert set(error["fields"]) == set(fields)
+        for messages in error["fields"].values():
+            assert messages and all(type(m) is str and m for m in messages)
+    return error

@@ -18,6 +18,7 @@ tests at their own (or at nothing, to see the skip):
 import functools
 import os
 import uuid
+from typing import NoReturn
 
 import pytest
 
@@ -60,8 +61,12 @@ def require(service: str) -> None:
     if service not in _PROBES:
         raise ValueError(f"unknown service {service!r}; known: {', '.join(sorted(_PROBES))}")
     reason = missing(service)
-    if reason is None:
-        return
+    if reason is not None:
+        unavailable(reason)
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A test cannot run here: skipped with ``reason``; under CI=true, failed."""
     if os.environ.get("CI") == "true":
         pytest.fail(
             f"{reason}. CI=true: .ci/run starts this service, so it must be up.", pytrace=False
