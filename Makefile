@@ -11,18 +11,21 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 
 comma := ,
-# The MySQL driver is compiled (needs libmariadb-dev and pkg-config): only when it is used.
-TEST_EXTRAS := test$(if $(filter mysql%,$(DATABASE_URL)),$(comma)mysql)
+# The MySQL driver is compiled (needs libmariadb-dev and pkg-config): only when it is used,
+# by a MariaDB DATABASE_URL or, under CI=true, by the live race test's own MariaDB database.
+TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI))),$(comma)mysql)
 
-.PHONY: help demo demo-setup test lint typecheck tox clean
+.PHONY: help demo demo-setup test lint typecheck tox docs clean
 
 help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
 	@echo "make test   create .venv, run the suite (DATABASE_URL picks the database; default SQLite)"
 	@echo "make lint   ruff check and ruff format --check"
 	@echo "make typecheck  mypy (django-stubs, djangorestframework-stubs) over usergroups/"
-	@echo "make tox    the Python x Django matrix of tox.ini (needs python3.12 and python3.13)"
-	@echo "make clean  remove .venv, .tox and the demo database and key"
+	@echo "make tox    the Python x Django matrix of tox.ini, and its lowest/newest releases"
+	@echo "            (needs python3.11-3.13; one env: make tox TOX_ARGS=\"-e lowest\")"
+	@echo "make docs   build the documentation site (docs/, mkdocs.yml) strictly into site/"
+	@echo "make clean  remove .venv, .tox, build/, dist/, site/ and the demo database and key"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,8 +56,12 @@ tox: $(PY)
 	$(PIP) install -q tox
 	$(VENV)/bin/tox $(TOX_ARGS)
 
+# Warnings (a broken link, a page left out of the nav) fail the build.
+docs: $(VENV)/.installed-docs
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .tox db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
+	rm -rf $(VENV) .tox build dist site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
 
 # make bench: usergroups against two DRF baselines under gunicorn + wrk, on SQLite and
 # PostgreSQL (database `bench` at 127.0.0.1, created if missing); see bench/run.py.

@@ -42,7 +42,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.live_server import HOST, Gunicorn, manage, server_env  # noqa: E402
+from tests.support import HOST  # noqa: E402
+from tests.support.deployment import manage, server_env  # noqa: E402
+from tests.support.gunicorn import Gunicorn  # noqa: E402
 
 DATABASE = "faults"
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -316,7 +318,7 @@ def main() -> int:
     unasked = set(rows) - {chain.provided_id for chain in chains}
     if unasked:
         violations.append(f"groups no client asked for: {sorted(unasked)[:5]}")
-    from tests.leaks import SECRET_SHAPE
+    from tests.support.leaks import SECRET_SHAPE
 
     if SECRET_SHAPE.search(log):
         violations.append("the server log holds an API key or a group token")

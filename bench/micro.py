@@ -38,7 +38,7 @@ def environ(path: str, auth: str, body: bytes, method: str = "GET") -> dict:
 def main() -> None:
     import os
 
-    from bench.run import SECRET
+    from bench.datasets import SECRET
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.site.settings")
     os.environ.setdefault("DJANGO_SECRET_KEY", SECRET)

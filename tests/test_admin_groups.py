@@ -10,32 +10,13 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.utils import timezone
 
-from tests.admin_support import admin_url, staff_client
-from tests.conftest import API_URL
-from tests.factories import SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.admin import admin_url, group_form, staff_client
+from tests.support.api import API_URL
+from tests.support.factories import SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
 from usergroups import services, signals
 from usergroups.models import SchemaMapping, UserGroup
 
 pytestmark = pytest.mark.django_db
-
-
-def group_form(provided_id="acme", name="Acme", properties="", mappings=(), workspace=None):
-    """POST data of the group change form with new (not yet saved) mappings."""
-    data = {
-        "provided_id": provided_id,
-        "name": name,
-        "properties": properties,
-        "mappings-TOTAL_FORMS": str(len(mappings)),
-        "mappings-INITIAL_FORMS": "0",
-        "mappings-MIN_NUM_FORMS": "0",
-        "mappings-MAX_NUM_FORMS": "1000",
-    }
-    if workspace is not None:
-        data["workspace"] = str(workspace.pk)
-    for i, (schema_id, source) in enumerate(mappings):
-        data[f"mappings-{i}-schema_id"] = schema_id
-        data[f"mappings-{i}-data_source_id"] = source
-    return data
 
 
 def secrets_of(group):

@@ -10,9 +10,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.admin_support import admin_url, staff_client
-from tests.conftest import API_URL
-from tests.factories import APIKeyFactory, WorkspaceFactory
+from tests.support.admin import admin_url, create_key, staff_client
+from tests.support.api import API_URL
+from tests.support.factories import APIKeyFactory, WorkspaceFactory
+from usergroups import crypto
 from usergroups.models import APIKey
 from usergroups.services import keys
 
@@ -25,17 +26,6 @@ def api_status(key: str) -> int:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client.get(API_URL, {"user_group_id": "probe"}).status_code
-
-
-def create_key(client, workspace, **fields):
-    data = {
-        "workspace": str(workspace.pk),
-        "name": "Backend",
-        "expires_at_0": "",
-        "expires_at_1": "",
-    }
-    data.update(fields)
-    return client.post(admin_url("apikey", "add"), data)
 
 
 # Creation ------------------------------------------------------------------------------
@@ -155,6 +145,15 @@ def test_search_by_name_prefix_or_the_whole_key(admin_client, workspace):
     url = admin_url("apikey", "changelist")
     for term in ("billing", wanted.prefix, wanted.key):
         assert list(admin_client.get(url, {"q": term}).context["cl"].result_list) == [wanted]
+
+
+def test_a_whole_key_is_searched_by_its_digest(admin_client, workspace):
+    """A pasted key finds its row only when all of it is right, as the API would."""
+    wanted = APIKeyFactory(workspace=workspace, name="Billing")
+    forged = wanted.prefix + crypto.new_api_key()[crypto.KEY_LOOKUP_LENGTH :]
+    url = admin_url("apikey", "changelist")
+    assert list(admin_client.get(url, {"q": wanted.key}).context["cl"].result_list) == [wanted]
+    assert list(admin_client.get(url, {"q": forged}).context["cl"].result_list) == []
 
 
 def test_list_of_many_keys_makes_a_fixed_number_of_queries(

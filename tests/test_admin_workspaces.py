@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.admin_support import admin_url
-from tests.factories import APIKeyFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.admin import admin_url
+from tests.support.factories import APIKeyFactory, UserGroupFactory, WorkspaceFactory
 from usergroups.models import Workspace
 
 pytestmark = pytest.mark.django_db

@@ -1,10 +1,11 @@
 """APIKeyAuthentication on its own, find_api_key, and when ``last_used_at`` is written."""
 
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -12,8 +13,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from tests.conftest import get_or_create
-from tests.factories import APIKeyFactory, UserGroupFactory
+from tests.support.api import get_or_create
+from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.authentication import APIKeyAuthentication
 from usergroups.models import APIKey
@@ -145,7 +146,7 @@ def test_right_prefix_wrong_secret_is_refused(api_key, forge, django_assert_num_
         }[forge]
     )
     assert forged != key and crypto.looks_like_api_key(forged)
-    # The row is found by its prefix, then the digest comparison refuses it.
+    # No row has the forged key's digest, though one has its prefix.
     with django_assert_num_queries(1):
         assert find_api_key(forged) is None
     with pytest.raises(AuthenticationFailed):
@@ -224,3 +225,61 @@ def test_consecutive_api_requests_write_the_key_once(api_client, api_key):
         with CaptureQueriesContext(connection) as later:
             assert get_or_create(api_client, {"user_group_id": "acme"}).status_code == 200
         assert writes(later) == []
+
+
+# --- The lookup: by the key's full digest, so timing tells nothing about prefixes -------------
+
+
+@contextmanager
+def key_lookups():
+    """``[(sql, params)]`` of every statement on the API key table run inside the block."""
+    table = APIKey._meta.db_table
+    seen = []
+
+    def record(execute, sql, params, many, context):
+        if table in sql:
+            seen.append((sql, list(params or ())))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        yield seen
+
+
+def where_clause(sql: str) -> str:
+    return sql.split(" WHERE ", 1)[1]
+
+
+def test_an_authenticated_request_looks_the_key_up_by_its_full_digest(api_key, api_client):
+    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    quote = connection.ops.quote_name
+    with key_lookups() as statements:
+        assert get_or_create(api_client, {"user_group_id": "acme"}).status_code == 200
+    ((sql, params),) = statements
+    assert quote("digest") in where_clause(sql)
+    assert quote("prefix") not in where_clause(sql)
+    assert params == [crypto.digest(api_key.key)]
+    assert not any(api_key.prefix in str(param) for param in params)
+
+
+def test_a_wrong_key_with_a_known_prefix_costs_what_an_unknown_prefix_costs(api_key):
+    known_prefix = api_key.prefix + crypto.new_api_key()[crypto.KEY_LOOKUP_LENGTH :]
+    unknown_prefix = crypto.new_api_key()
+    assert known_prefix != api_key.key and crypto.looks_like_api_key(known_prefix)
+    assert not APIKey.objects.filter(prefix=unknown_prefix[: crypto.KEY_LOOKUP_LENGTH]).exists()
+    runs = {}
+    for name, key in {"known": known_prefix, "unknown": unknown_prefix}.items():
+        with key_lookups() as statements:
+            with pytest.raises(AuthenticationFailed):
+                authenticate(f"Token {key}")
+        ((sql, params),) = statements
+        assert params == [crypto.digest(key)]
+        runs[name] = sql
+    # One statement, the same text: nothing about the prefix decides what runs.
+    assert runs["known"] == runs["unknown"]
+
+
+def test_two_keys_cannot_share_a_digest(api_key):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        APIKey.objects.create(
+            workspace=api_key.workspace, prefix="ugk_other000", digest=api_key.digest
+        )

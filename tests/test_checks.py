@@ -1,9 +1,16 @@
 """System checks, run as Django runs them: ``run_checks()`` under ``override_settings``."""
 
+import importlib.util
+import re
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.core.checks import run_checks
+from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
+
+import usergroups.checks
 
 SQLITE_OK = {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
@@ -31,8 +38,8 @@ def test_e002_unknown_setting(value):
     assert ids(USERGROUPS=value) == {"usergroups.E002"}
 
 
-def test_e002_not_a_dict():
-    assert ids(USERGROUPS=["ROTATION_GRACE_SECONDS"]) == {"usergroups.E002"}
+def test_e007_not_a_dict():
+    assert ids(USERGROUPS=["ROTATION_GRACE_SECONDS"]) == {"usergroups.E007"}
 
 
 @pytest.mark.parametrize(
@@ -123,3 +130,116 @@ def test_every_message_has_a_hint_or_says_enough():
         messages = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
     assert {m.id for m in messages} == {"usergroups.E002", "usergroups.E004", "usergroups.E005"}
     assert all(m.hint for m in messages)
+
+
+# One id per problem ----------------------------------------------------------------------
+
+CHECKS_SOURCE = Path(usergroups.checks.__file__).read_text()
+CHECKS_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
+SQLITE_UNSET = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+# Each problem the checks know, and settings that cause it alone.
+PROBLEMS = {
+    "rest_framework missing": {
+        "INSTALLED_APPS": [app for app in settings.INSTALLED_APPS if app != "rest_framework"]
+    },
+    "USERGROUPS not a dict": {"USERGROUPS": ["ROTATION_GRACE_SECONDS"]},
+    "unknown setting": {"USERGROUPS": {"MAX_BODY_BYTE": 1}},
+    "bad integer": {"USERGROUPS": {"MAX_BODY_BYTES": 0}},
+    "short secret": {"USERGROUPS": {"TOKEN_SECRET": "short"}},
+    "bad rate": {"USERGROUPS": {"THROTTLE_RATE": "fast"}},
+    "unknown cache": {"USERGROUPS": {"THROTTLE_RATE": "1/s", "THROTTLE_CACHE": "nope"}},
+    "per-process cache": {"USERGROUPS": {"THROTTLE_RATE": "1/s"}},
+    "sqlite not ready": {"DATABASES": SQLITE_UNSET},
+}
+
+
+@no_database_override_warning
+def test_each_problem_has_its_own_id_with_a_hint(installed):
+    seen = {}
+
+    def record(problem: str) -> None:
+        messages = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
+        assert len({m.id for m in messages}) == 1, (problem, messages)
+        assert all(m.hint for m in messages), (problem, messages)
+        seen[problem] = messages[0].id
+
+    for problem, overrides in PROBLEMS.items():
+        with override_settings(**overrides):
+            record(problem)
+    installed((6, 1, 0, "final", 0), "3.17.2")  # the one problem that is not a setting
+    record("rest_framework too old for Django")
+    assert len(set(seen.values())) == len(PROBLEMS) + 1, seen
+    # Every id the module can emit is one of these problems, and the checks page lists each.
+    assert set(re.findall(r'id="(usergroups\.[EW]\d{3})"', CHECKS_SOURCE)) == set(seen.values())
+    documented = set(re.findall(r"^\| `(usergroups\.[EW]\d{3})` \|", CHECKS_PAGE, re.MULTILINE))
+    assert documented == set(seen.values())
+
+
+@no_database_override_warning
+def test_w001_quiet_under_debug():
+    """A fresh ``startproject`` site (DEBUG on, bare SQLite) migrates without W001."""
+    databases = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+    assert ids(DATABASES=databases, DEBUG=True) == set()
+    assert ids(DATABASES=databases, DEBUG=False) == {"usergroups.W001"}
+
+
+# E010 reads django.VERSION and rest_framework.VERSION, the installed releases: setting
+# them stands in for installing another pair (the lowest/newest tox envs install real ones).
+@pytest.fixture
+def installed(monkeypatch):
+    import django
+    import rest_framework
+
+    def install(django_version: tuple, drf_version: str) -> None:
+        monkeypatch.setattr(django, "VERSION", django_version)
+        monkeypatch.setattr(rest_framework, "VERSION", drf_version)
+
+    return install
+
+
+@pytest.mark.parametrize(
+    ("django_version", "drf_version"),
+    [
+        ((6, 1, 0, "final", 0), "3.17.2"),  # fails at URL import: cc_delim_re is gone
+        ((6, 2, 0, "alpha", 0), "3.15.2"),
+        ((5, 2, 0, "final", 0), "3.16.1"),  # below the declared floor
+    ],
+)
+def test_e010_rest_framework_too_old_for_django(installed, django_version, drf_version):
+    installed(django_version, drf_version)
+    errors = [m for m in run_checks(databases=[]) if m.id == "usergroups.E010"]
+    assert len(errors) == 1
+    assert f"Django REST framework {drf_version} is too old for Django" in errors[0].msg
+    assert errors[0].hint == 'Upgrade it: pip install "djangorestframework>=3.18".'
+
+
+@pytest.mark.parametrize(
+    ("django_version", "drf_version"),
+    [
+        ((6, 1, 3, "final", 0), "3.18.0"),
+        ((5, 2, 0, "final", 0), "3.18.0"),
+        ((6, 1, 0, "final", 0), "3.19.0a1"),
+    ],
+)
+def test_e010_quiet_when_rest_framework_is_new_enough(installed, django_version, drf_version):
+    installed(django_version, drf_version)
+    assert ids() == set()
+
+
+def test_e010_quiet_on_the_installed_pair():
+    """The pair this run really has: each tox env and .ci/run pass installs one."""
+    from usergroups.checks import check_rest_framework_version
+
+    assert check_rest_framework_version() == []
+
+
+def test_e010_named_by_the_url_import_an_old_drf_would_break(installed):
+    """``check`` and ``migrate`` import the URLconf, where an old DRF fails on its own
+    ImportError before E010 could be listed: the URLconf says E010's fix instead."""
+    installed((6, 1, 0, "final", 0), "3.17.2")
+    spec = importlib.util.find_spec("usergroups.urls")
+    fresh = importlib.util.module_from_spec(spec)  # not the site's loaded URLconf
+    with pytest.raises(ImproperlyConfigured) as raised:
+        spec.loader.exec_module(fresh)
+    assert 'pip install "djangorestframework>=3.18"' in str(raised.value)
+    assert "usergroups.E010" in str(raised.value)

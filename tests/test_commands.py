@@ -2,7 +2,6 @@
 (or a script) sees them: what they print where, and what the API does afterwards."""
 
 import io
-import json
 import os
 import re
 import subprocess
@@ -12,15 +11,17 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from rest_framework.test import APIClient
 
-from tests.conftest import API_URL
-from tests.factories import APIKeyFactory, UserGroupFactory
+from tests.support.api import client_for, get_or_create, status_and_body
+from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.models import APIKey, Workspace
 
+ACME = {"user_group_id": "acme"}
 KEY_LINE = re.compile(r"^ugk_[A-Za-z0-9_-]{43}$")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,18 +42,6 @@ def create_key(*args):
     return lines[0], err
 
 
-def get_or_create(key, user_group_id="acme"):
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    response = api.generic(
-        "GET",
-        API_URL,
-        json.dumps({"user_group_id": user_group_id}),
-        content_type="application/json",
-    )
-    return response.status_code, response.json()
-
-
 # create_api_key
 
 
@@ -67,7 +56,7 @@ def test_create_api_key_prints_the_key_alone_and_it_authenticates():
     assert "Created workspace 'default'" in err
     assert row.prefix in err and key not in err and key[crypto.KEY_LOOKUP_LENGTH :] not in err
 
-    status, body = get_or_create(key)
+    status, body = status_and_body(get_or_create(client_for(key), ACME))
     assert status == 200, body
     assert body["new_user_group"] is True
     assert Workspace.objects.get(slug="default").user_groups.count() == 1
@@ -81,8 +70,8 @@ def test_create_api_key_reuses_an_existing_workspace():
     assert APIKey.objects.get().workspace == workspace
     # Two keys of one workspace see the same groups.
     other, _ = create_key("--workspace", "acme-corp")
-    token = get_or_create(key)[1]["user_group"]["token"]
-    status, body = get_or_create(other)
+    token = get_or_create(client_for(key), ACME).json()["user_group"]["token"]
+    status, body = status_and_body(get_or_create(client_for(other), ACME))
     assert (status, body["new_user_group"], body["user_group"]["token"]) == (200, False, token)
 
 
@@ -93,13 +82,13 @@ def test_create_api_key_honours_name_and_expiry():
     assert row.workspace.slug == "team-b"
     assert row.name == "ci deploy"
     assert before + timedelta(days=7) <= row.expires_at <= timezone.now() + timedelta(days=7)
-    assert get_or_create(key)[0] == 200
+    assert get_or_create(client_for(key), ACME).status_code == 200
 
 
 def test_an_expired_key_from_the_command_is_refused():
     key, _ = create_key("--expires-in-days", "1")
     APIKey.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    status, body = get_or_create(key)
+    status, body = status_and_body(get_or_create(client_for(key), ACME))
     assert (status, body["error"]["code"]) == (401, "authentication_failed")
 
 
@@ -165,7 +154,7 @@ def test_create_api_key_in_a_real_process_prints_one_line(tmp_path):
 
 
 def assert_refused(key):
-    status, body = get_or_create(key)
+    status, body = status_and_body(get_or_create(client_for(key), ACME))
     assert (status, body["error"]["code"]) == (401, "authentication_failed"), body
 
 
@@ -173,7 +162,7 @@ def assert_refused(key):
 def test_revoke_api_key_refuses_the_key_from_then_on(by):
     key, _ = create_key()
     kept, _ = create_key()
-    assert get_or_create(key)[0] == 200
+    assert get_or_create(client_for(key), ACME).status_code == 200
     out, err = run("revoke_api_key", key if by == "full key" else key[: crypto.KEY_LOOKUP_LENGTH])
 
     assert key[: crypto.KEY_LOOKUP_LENGTH] in out
@@ -182,7 +171,7 @@ def test_revoke_api_key_refuses_the_key_from_then_on(by):
     assert row.revoked_at is not None
     assert_refused(key)
     # Only that key: the other one of the workspace still works.
-    assert get_or_create(kept)[0] == 200
+    assert get_or_create(client_for(kept), ACME).status_code == 200
 
 
 def test_revoking_twice_is_harmless():
@@ -221,7 +210,17 @@ def test_revoke_api_key_needs_the_whole_key_right():
         run("revoke_api_key", forged)
     assert forged not in str(failure.value)
     assert APIKey.objects.get().revoked_at is None
-    assert get_or_create(key)[0] == 200
+    assert get_or_create(client_for(key), ACME).status_code == 200
+
+
+def test_revoke_api_key_finds_a_whole_key_by_its_digest():
+    key, _ = create_key()
+    with CaptureQueriesContext(connection) as queries:
+        run("revoke_api_key", key)
+    selects = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
+    assert any(crypto.digest(key) in sql for sql in selects)
+    assert not any(key[: crypto.KEY_LOOKUP_LENGTH] in q["sql"] for q in queries)
+    assert APIKey.objects.get().revoked_at is not None
 
 
 def test_a_prefix_is_matched_exactly():

@@ -15,8 +15,14 @@ from django.test import override_settings
 
 from example_project.dashboards.demo import DEMO_GROUPS, seed_demo_groups
 from example_project.dashboards.models import EuWarehouseSale, UsWarehouseSale
+from example_project.dashboards.queries import column_takes
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.factories import (
+    APIKeyFactory,
+    SchemaMappingFactory,
+    UserGroupFactory,
+    WorkspaceFactory,
+)
 from usergroups import services
 from usergroups.models import UserGroup
 
@@ -263,6 +269,65 @@ def test_properties_that_cannot_filter_are_refused(client, workspace, sales, pro
     assert "rows" not in response.json()
 
 
+# A region is text: numbers, booleans and integers no parameter takes are refused with a
+# 422 before the query runs. They were 500s (issue 9, finding 4): PostgreSQL has no
+# `varchar = integer`, SQLite's driver cannot bind 2**70.
+NOT_REGIONS = {
+    "integers": [1, 2],
+    "an integer": 7,
+    "booleans": [True],
+    "a boolean": False,
+    "a float": [1.5],
+    "1e300": [1e300],
+    "beyond 64 bits": [2**70],
+    "beyond 64 bits, alone": -(2**70),
+    "text and a number": ["DE", 3],
+    "text and a boolean": ["DE", True],
+}
+
+
+@pytest.mark.parametrize("regions", NOT_REGIONS.values(), ids=NOT_REGIONS.keys())
+def test_regions_the_region_column_cannot_take_are_422(client, workspace, sales, regions):
+    group = make_group(workspace, "numbers", regions)
+    response = fetch(client, group.token)
+    assert response.status_code == 422, response.content[:300]
+    body = response.json()
+    assert body["success"] == 0 and body["error"]["code"] == "dashboard_unavailable"
+    assert "regions" in body["error"]["message"]
+    assert "rows" not in body
+
+
+def test_region_checks_run_before_the_query(client, workspace, sales, django_assert_num_queries):
+    group = make_group(workspace, "numbers", [1, 2])
+    fetch(client, group.token)  # warm: the token's group
+    # Authentication and the mapping read; the sales query is never sent.
+    with django_assert_num_queries(2):
+        assert fetch(client, group.token).status_code == 422
+
+
+@pytest.mark.parametrize(
+    "column, value, takes",
+    [
+        ("region", "DE", True),
+        ("region", None, True),
+        ("region", 1, False),
+        ("region", 1.0, False),
+        ("region", True, False),
+        ("region", ["DE"], False),
+        ("amount", 5, True),
+        ("amount", -(2**31), True),
+        ("amount", 2**31 - 1, True),
+        ("amount", 2**63, False),  # beyond the column on every database (SQLite's is 64-bit)
+        ("amount", True, False),
+        ("amount", 5.0, False),
+        ("amount", "5", False),
+    ],
+)
+def test_column_takes_what_the_column_compares_with(column, value, takes):
+    field = EuWarehouseSale._meta.get_field(column)
+    assert column_takes(field, value, connection) is takes
+
+
 @pytest.mark.parametrize(
     "source",
     [
@@ -373,6 +438,16 @@ def test_every_demo_group_has_a_dashboard(client, demo_site):
         regions = spec["properties"]["regions"]
         regions = set(regions) if isinstance(regions, list) else {regions}
         assert body["rows"] and body["rows"] == expected(spec["mapping"]["sales"], regions)
+
+
+def test_demo_group_with_numbers_as_regions_gets_a_message_not_a_500(client, demo_site):
+    services.groups.update_group(demo_site.pk, "acme-eu", {"properties": {"regions": [1, True]}})
+    page = client.get("/demo/", {"group": "acme-eu"})
+    assert page.status_code == 200
+    token = services.groups.find_group(demo_site.pk, "acme-eu").token
+    response = fetch(client, token)
+    assert response.status_code == 422
+    assert "region column takes text" in response.json()["error"]["message"]
 
 
 # --- make demo, and the shipped data ---------------------------------------------------

@@ -1,10 +1,13 @@
 """``manage.py demo_setup`` (example project, for ``make demo``): idempotent demo key."""
 
 import io
+import json
+import shlex
 import stat
 
 import pytest
 from django.core.management import call_command
+from rest_framework.test import APIClient
 
 from usergroups.models import APIKey, Workspace
 from usergroups.services.keys import find_api_key, issue_key, revoke_key
@@ -57,3 +60,40 @@ def test_a_key_that_no_longer_works_is_replaced(tmp_path, spoil):
     assert new != old and "Issued a new demo API key" in output
     row = find_api_key(new)
     assert row.workspace.slug == "demo" and not row.is_revoked
+
+
+def printed_get_or_creates(output: str) -> list[dict]:
+    """The input of each get-or-create curl the setup printed: a JSON body (``-d``) or
+    query fields (``-G --data-urlencode``, with ``mapping``/``properties`` as JSON)."""
+    requests = []
+    for line in output.splitlines():
+        args = shlex.split(line) if line.startswith("curl ") else []
+        if "POST" in args or not ("-G" in args or "GET" in args):
+            continue
+        values = [args[i + 1] for i, arg in enumerate(args) if arg in {"-d", "--data-urlencode"}]
+        if "-G" in args:
+            fields = dict(value.split("=", 1) for value in values)
+            for name in ("mapping", "properties"):
+                if name in fields:
+                    fields[name] = json.loads(fields[name])
+            requests.append(fields)
+        else:
+            requests.append(json.loads(values[0]))
+    return requests
+
+
+def test_every_group_the_printed_curls_create_shows_on_the_demo_dashboard(tmp_path):
+    """The printed examples create groups the demo's dashboard can show: a mapping to
+    one of its data sources and the ``regions`` its query filters on (else 422)."""
+    key_file = tmp_path / ".demo-api-key"
+    created = [body for body in printed_get_or_creates(demo_setup(key_file)) if "name" in body]
+    assert {body["user_group_id"] for body in created} == {"acme", "globex"}
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key_file.read_text().strip()}")
+    for body in created:
+        answer = api.generic("GET", "/api/user", json.dumps(body), content_type="application/json")
+        assert answer.status_code == 200, answer.content
+        token = answer.json()["user_group"]["token"]
+        data = APIClient().get("/embed/api/sales/", HTTP_AUTHORIZATION=f"GroupToken {token}")
+        assert data.status_code == 200, (body["user_group_id"], data.content)
+        assert data.json()["rows"], body["user_group_id"]

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.live_server import ROOT
+from tests.support import ROOT
 
 # The characters of Django's get_random_secret_key(), "$" included.
 KEY_ALPHABET = string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"
@@ -84,3 +84,17 @@ def test_secret_keys_are_read_verbatim(name):
     done = run(["-c", f"import django; django.setup(); {show}"], **production(**{name: key}))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == key
+
+
+@pytest.mark.parametrize("debug", [None, "false"])
+def test_a_missing_secret_key_names_the_variables_to_set(debug):
+    """Without DJANGO_SECRET_KEY (and without DJANGO_DEBUG=true, which brings a fixed
+    development key) a command stops at the system checks, naming both variables."""
+    done = run(
+        ["manage.py", "create_api_key", "--workspace", "acme"],
+        **production(DJANGO_SECRET_KEY=None, DJANGO_DEBUG=debug, DATABASE_URL="sqlite://:memory:"),
+    )
+    assert done.returncode != 0
+    assert done.stdout == ""  # no key was made
+    assert "example_project.E001" in done.stderr, done.stderr
+    assert "DJANGO_SECRET_KEY" in done.stderr and "DJANGO_DEBUG=true" in done.stderr

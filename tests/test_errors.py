@@ -15,34 +15,15 @@ from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.conftest import API_URL, database_unchanged, get_or_create, rotate, send
-from tests.factories import APIKeyFactory, UserGroupFactory
+from tests.support.api import API_URL, assert_error, get_or_create, rotate, send
+from tests.support.db_state import database_unchanged
+from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.models import APIKey, UserGroup
 from usergroups.services.keys import revoke_key
 
 METHODS = ["GET", "POST"]
 MiB = 1024 * 1024
-
-
-def assert_error(response, status: int, code: str, fields=None) -> dict:
-    """The response is the contract's error body, naming exactly ``fields`` if given."""
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"success", "error"}
-    assert body["success"] == 0 and type(body["success"]) is int
-    error = body["error"]
-    assert type(error["code"]) is str and error["code"] == code
-    assert type(error["message"]) is str and error["message"]
-    if fields is None:
-        assert set(error) == {"code", "message"}
-    else:
-        assert set(error) == {"code", "message", "fields"}
-        assert set(error["fields"]) == set(fields)
-        for messages in error["fields"].values():
-            assert messages and all(type(m) is str and m for m in messages)
-    return error
 
 
 def fails(client, method, body, status, code, fields=None, **kwargs) -> dict:

@@ -6,14 +6,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.conftest import (
-    API_URL,
-    client_for,
-    database_unchanged,
-    get_or_create,
-    stored_state,
-)
-from tests.factories import APIKeyFactory, SchemaMappingFactory
+from tests.support.api import API_URL, client_for, get_or_create
+from tests.support.db_state import database_unchanged, stored_state
+from tests.support.factories import APIKeyFactory, SchemaMappingFactory
 from usergroups.models import SchemaMapping, UserGroup
 
 TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
@@ -474,7 +469,7 @@ def test_a_key_never_sees_another_workspaces_group(other_api_client, group):
 
 def test_keys_of_one_workspace_share_its_groups(api_client, workspace):
     token = created(get_or_create(api_client, {"user_group_id": "acme"}))["token"]
-    second_key = client_for(APIKeyFactory(workspace=workspace))
+    second_key = client_for(APIKeyFactory(workspace=workspace).key)
     assert found(get_or_create(second_key, {"user_group_id": "acme"}))["token"] == token
 
 

@@ -11,11 +11,10 @@ import random
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 from rest_framework import serializers
 
-from tests.conftest import get_or_create, rotate
-from tests.factories import SchemaMappingFactory, UserGroupFactory
+from tests.support.api import get_or_create, rotate
+from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from usergroups import crypto, services
 from usergroups.exceptions import TokenUnavailable
 from usergroups.models import APIKey, UserGroup
@@ -31,11 +30,8 @@ WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "SAVEPOINT", "BEGIN")
 GOOD_KEY_BODY = "A" * 43
 
 
-@pytest.fixture(autouse=True)
-def recently_used_key(api_key):
-    """``last_used_at`` is written at most once a minute; here it was just written."""
-    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
-    return api_key
+# The key was used a moment ago: authenticating costs one query and writes nothing.
+pytestmark = pytest.mark.usefixtures("recently_used_key")
 
 
 @pytest.fixture

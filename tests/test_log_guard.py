@@ -8,7 +8,8 @@ import logging
 
 import pytest
 
-from tests.conftest import SecretLogGuard, secrets_in
+from tests.support.leaks import secrets_in
+from tests.support.log_guard import SecretLogGuard
 from usergroups import crypto
 
 

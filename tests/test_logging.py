@@ -2,7 +2,6 @@
 neither does a Django error report of a failure inside the services."""
 
 import io
-import json
 import logging
 import sys
 
@@ -13,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from django.views.debug import ExceptionReporter
 from rest_framework.test import APIClient
 
-from tests.conftest import API_URL
-from tests.factories import UserGroupFactory, WorkspaceFactory
-from tests.leaks import SECRET_SHAPE, find_leaks
+from tests.support.api import API_URL, client_for, get_or_create
+from tests.support.factories import UserGroupFactory, WorkspaceFactory
+from tests.support.leaks import SECRET_SHAPE, find_leaks
 from usergroups import crypto, services
 from usergroups.models import APIKey, UserGroup
 
@@ -61,21 +60,6 @@ def everything_said(record: logging.LogRecord) -> str:
     return "\n".join(parts)
 
 
-def client(key):
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    return api
-
-
-def get_or_create(api, user_group_id):
-    return api.generic(
-        "GET",
-        API_URL,
-        json.dumps({"user_group_id": user_group_id}),
-        content_type="application/json",
-    )
-
-
 def run_command(name, *args):
     out, err = io.StringIO(), io.StringIO()
     call_command(name, *args, stdout=out, stderr=err)
@@ -89,12 +73,12 @@ def test_a_full_request_cycle_logs_no_secret(log_records):
         key, _ = run_command("create_api_key", "--workspace", "logs", "--name", "ci")
         key = key.strip()
         secrets["key"] = key
-        api = client(key)
+        api = client_for(key)
 
-        created = get_or_create(api, "acme")
+        created = get_or_create(api, {"user_group_id": "acme"})
         assert created.status_code == 200
         token = secrets["token"] = created.json()["user_group"]["token"]
-        again = get_or_create(api, "acme")
+        again = get_or_create(api, {"user_group_id": "acme"})
         assert again.json()["user_group"]["token"] == token
 
         rotated = api.post(API_URL, {"current_token": token}, format="json")
@@ -112,11 +96,11 @@ def test_a_full_request_cycle_logs_no_secret(log_records):
 
         # Wrong keys: right prefix with a wrong rest, and a well-formed unknown key.
         wrong = secrets["wrong key"] = key[: crypto.KEY_LOOKUP_LENGTH] + crypto.new_api_key()[12:]
-        assert get_or_create(client(wrong), "acme").status_code == 401
+        assert get_or_create(client_for(wrong), {"user_group_id": "acme"}).status_code == 401
         random_key = secrets["random key"] = crypto.new_api_key()
-        assert get_or_create(client(random_key), "acme").status_code == 401
+        assert get_or_create(client_for(random_key), {"user_group_id": "acme"}).status_code == 401
         # A group token used as a key.
-        response = get_or_create(client(secrets["rotated token"]), "acme")
+        response = get_or_create(client_for(secrets["rotated token"]), {"user_group_id": "acme"})
         assert response.status_code == 401
 
         # Revoked keys, by full key and by prefix.
@@ -124,10 +108,10 @@ def test_a_full_request_cycle_logs_no_secret(log_records):
             0
         ].strip()
         run_command("revoke_api_key", revoked)
-        assert get_or_create(client(revoked), "acme").status_code == 401
+        assert get_or_create(client_for(revoked), {"user_group_id": "acme"}).status_code == 401
         by_prefix = secrets["key revoked by prefix"] = run_command("create_api_key")[0].strip()
         run_command("revoke_api_key", by_prefix[: crypto.KEY_LOOKUP_LENGTH])
-        assert get_or_create(client(by_prefix), "acme").status_code == 401
+        assert get_or_create(client_for(by_prefix), {"user_group_id": "acme"}).status_code == 401
         run_command("revoke_api_key", by_prefix)  # twice: harmless, and logged alike
 
     said = [everything_said(record) for record in log_records]
@@ -236,6 +220,6 @@ def test_error_report_of_a_direct_service_call_hides_the_token(group, failing_ro
 @pytest.mark.django_db
 def test_a_key_is_named_by_its_prefix_in_the_logs(api_key, log_records):
     APIKey.objects.filter(pk=api_key.pk).update(revoked_at="2020-01-01T00:00:00Z")
-    assert get_or_create(client(api_key.key), "x").status_code == 401
+    assert get_or_create(client_for(api_key.key), {"user_group_id": "x"}).status_code == 401
     messages = [record.getMessage() for record in log_records]
     assert f"Refused revoked API key {api_key.prefix}" in messages

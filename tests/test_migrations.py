@@ -1,6 +1,7 @@
 """The shipped migrations match the models and run both ways on every database."""
 
 import io
+import json
 
 import pytest
 from django.core.management import call_command
@@ -87,3 +88,91 @@ def test_every_migration_step_runs_backwards_and_forwards():
         call_command("migrate", "usergroups", verbosity=0)
     executor = MigrationExecutor(connection)
     assert executor.migration_plan(executor.loader.graph.leaf_nodes("usergroups")) == []
+
+
+# --- 0005: properties as compact JSON text ----------------------------------------------
+
+BEFORE_TEXT = ("usergroups", "0004_apikey_digest_unique")
+AS_TEXT = ("usergroups", "0005_properties_as_compact_text")
+
+STORED_BEFORE = {
+    "many-1e300": {"v": [1e300] * 9000},
+    "awkward": {
+        "huge": 1e300,
+        "tiny": 1e-300,
+        "negative zero": -0.0,
+        "tenth": 0.1,
+        "int beyond doubles": 10**300,
+        "int beyond 64 bits": 2**64 + 1,
+        "keys": {"b": 1, "a": 2},
+        "text": 'é 😀 \u2028 \\ "',
+        "nested": [[], {}, [None, True, False]],
+    },
+    "empty": {},
+    "none": None,
+}
+
+
+def equal_as_doubles(a, b) -> bool:
+    """The contract's equality: JSON values, numbers compared as IEEE 754 doubles."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return float(a) == float(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(equal_as_doubles(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(equal_as_doubles, a, b))
+    return type(a) is type(b) and a == b
+
+
+def stored_properties_text() -> dict[int, str | None]:
+    table = connection.ops.quote_name(UserGroup._meta.db_table)
+    column = connection.ops.quote_name(UserGroup._meta.get_field("properties").column)
+    pk = connection.ops.quote_name(UserGroup._meta.pk.column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {pk}, {column} FROM {table}")
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_properties_become_compact_text_and_keep_their_values():
+    """Rows written by the JSON column of 0003 (jsonb on PostgreSQL) read back equal after
+    0005, each stored as the compact text the field writes; the 1e300 row, which jsonb
+    kept as 301-digit integers (2.7 MB), is back within the size limit."""
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([BEFORE_TEXT])
+        old_apps = executor.loader.project_state([BEFORE_TEXT]).apps
+        OldWorkspace = old_apps.get_model("usergroups", "Workspace")
+        OldUserGroup = old_apps.get_model("usergroups", "UserGroup")
+        workspace = OldWorkspace.objects.create(slug="before-0005")
+        ids = {}
+        for n, (name, properties) in enumerate(STORED_BEFORE.items()):
+            ids[name] = OldUserGroup.objects.create(
+                workspace=workspace,
+                provided_id=name,
+                name=name,
+                properties=properties,
+                token_digest=f"{n:064d}",
+                token_sealed="s",
+            ).pk
+
+        executor = MigrationExecutor(connection)
+        executor.migrate([AS_TEXT])
+    finally:
+        call_command("migrate", "usergroups", verbosity=0)
+
+    texts = stored_properties_text()
+    for name, written in STORED_BEFORE.items():
+        read = UserGroup.objects.get(pk=ids[name]).properties
+        assert equal_as_doubles(read, written), name
+        if written is None:
+            assert texts[ids[name]] is None
+            continue
+        assert texts[ids[name]] == json.dumps(read, ensure_ascii=False, separators=(",", ":"))
+        assert len(texts[ids[name]].encode()) <= 65536, name
+    # Read back as written, to the character, wherever the old column kept the text.
+    many = UserGroup.objects.get(pk=ids["many-1e300"]).properties
+    assert texts[ids["many-1e300"]] == '{"v":[' + ",".join(["1e+300"] * 9000) + "]}"
+    assert all(type(number) is float for number in many["v"])

@@ -6,32 +6,29 @@ busy timeout or a deferred transaction answers 500 "database is locked". Here th
 example project runs exactly as deployed (its own settings, not the test settings).
 """
 
-import http.client
-import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import threading
-import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.live_server import free_port, manage, server_env
+from tests.support.deployment import manage, server_env
+from tests.support.gunicorn import Gunicorn
+from tests.support.http import call_api
 
 pytestmark = pytest.mark.live
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 3
 TIMEOUT = 20
 
 
 class Server:
-    def __init__(self, port: int, key: str, database: Path | None = None):
-        self.port, self.key, self.database = port, key, database
+    """The live server as these tests use it: its API with one key, its database file."""
+
+    def __init__(self, base_url: str, key: str, database: Path):
+        self.base_url, self.key, self.database = base_url, key, database
 
     def groups_per_id(self, like: str) -> dict[str, int]:
         """Rows per ``provided_id`` in the server's database file, read directly."""
@@ -43,33 +40,13 @@ class Server:
             ).fetchall()
         return dict(rows)
 
-    def request(self, method: str, body: dict) -> tuple[int, dict]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
-        try:
-            conn.request(
-                method,
-                "/api/user",
-                body=json.dumps(body),
-                headers={
-                    "Authorization": f"Token {self.key}",
-                    "Content-Type": "application/json",
-                },
-            )
-            response = conn.getresponse()
-            raw = response.read()
-        finally:
-            conn.close()
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            payload = {"raw": raw[:500].decode("utf-8", "replace")}
-        return response.status, payload
+    def get_or_create(self, user_group_id: str) -> tuple[int, Any]:
+        body = {"user_group_id": user_group_id}
+        return call_api(self.base_url, self.key, "GET", body, timeout=TIMEOUT)
 
-    def get_or_create(self, user_group_id: str) -> tuple[int, dict]:
-        return self.request("GET", {"user_group_id": user_group_id})
-
-    def rotate(self, token: str) -> tuple[int, dict]:
-        return self.request("POST", {"current_token": token})
+    def rotate(self, token: str) -> tuple[int, Any]:
+        body = {"current_token": token}
+        return call_api(self.base_url, self.key, "POST", body, timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")
@@ -78,72 +55,13 @@ def server(tmp_path_factory):
     env = server_env(f"sqlite:///{tmp / 'db.sqlite3'}")
     manage(env, "migrate", "--noinput")
     key = manage(env, "create_api_key", "--workspace", "live").strip()
-    log = open(tmp / "gunicorn.log", "w+")
-    for _attempt in range(3):  # the port may be taken between free_port() and bind
-        port = free_port()
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "example_project.wsgi",
-                "--workers",
-                str(WORKERS),
-                "--worker-class",
-                "sync",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--timeout",
-                "30",
-                "--graceful-timeout",
-                "2",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        if wait_until_serving(process, port, key):
-            break
-        stop(process)
-    else:
-        log.seek(0)
-        pytest.fail(f"gunicorn did not start:\n{log.read()[-3000:]}")
-    try:
-        yield Server(port, key, tmp / "db.sqlite3")
-    finally:
-        stop(process)
-        log.seek(0)
-        output = log.read()
-        log.close()
+    gunicorn = Gunicorn(env, tmp / "gunicorn.log", WORKERS)
+    with gunicorn:
+        yield Server(gunicorn.base_url, key, tmp / "db.sqlite3")
+    output = gunicorn.log()
     # Whatever the answers were, no worker may have logged a server error.
     assert "Traceback" not in output, output[-5000:]
     assert "database is locked" not in output, output[-5000:]
-
-
-def wait_until_serving(process, port, key) -> bool:
-    deadline = time.monotonic() + 40  # generous: CI machines can be slow to fork workers
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return False
-        try:
-            status, _ = Server(port, key).get_or_create("warm-up")
-        except OSError:
-            time.sleep(0.1)
-            continue
-        return status == 200
-    return False
-
-
-def stop(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 def concurrently(calls):

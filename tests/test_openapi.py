@@ -14,7 +14,13 @@ def schema():
 
 
 def operation(schema, method):
-    return schema["paths"]["/api/user/"][method]
+    return schema["paths"]["/api/user"][method]
+
+
+def test_paths_are_written_as_the_docs_write_them(schema):
+    """The API answers with and without a trailing slash; the schema names the form the
+    docs use, without it."""
+    assert set(schema["paths"]) == {"/api/user", "/api/user/list"}
 
 
 def test_both_operations_are_described(schema):
@@ -38,8 +44,10 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
 @pytest.mark.parametrize(
     ("method", "statuses"),
     [
-        ("get", {"200", "400", "401", "413", "415", "429", "503"}),
-        ("post", {"200", "400", "401", "404", "413", "415", "429"}),
+        ("get", {"200", "400", "401", "411", "413", "415", "429", "503"}),
+        ("post", {"200", "400", "401", "404", "411", "413", "415", "429", "503"}),
+        ("put", {"200", "400", "401", "404", "411", "413", "415", "429", "503"}),
+        ("delete", {"200", "400", "401", "404", "411", "413", "415", "429", "503"}),
     ],
 )
 def test_every_response_is_described(schema, method, statuses):
@@ -49,6 +57,17 @@ def test_every_response_is_described(schema, method, statuses):
         content = response["content"]["application/json"]["schema"]
         if status != "200":
             assert content["properties"]["error"]["required"] == ["code", "message"]
+
+
+def test_list_describes_its_failures(schema):
+    responses = schema["paths"]["/api/user/list/"]["get"]["responses"]
+    assert set(responses) == {"200", "400", "401", "429", "503"}
+
+
+def test_new_error_codes_are_listed(schema):
+    codes = schema["paths"]["/api/user/"]["get"]["responses"]["503"]["content"]
+    codes = codes["application/json"]["schema"]["properties"]["error"]["properties"]["code"]
+    assert {"length_required", "service_unavailable"} <= set(codes["enum"])
 
 
 def test_token_security_scheme(schema):

@@ -17,9 +17,11 @@ from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import get_or_create, rotate
-from tests.factories import UserGroupFactory
+from tests.support.api import get_or_create, rotate
+from tests.support.factories import UserGroupFactory
+from usergroups import services
 from usergroups.conf import usergroups_settings
+from usergroups.models import UserGroup
 from usergroups.parsers import loads_strict, max_body_depth
 from usergroups.validators import (
     MAX_ID_LENGTH,
@@ -196,9 +198,9 @@ def same_json(sent, got) -> bool:
     return sent == got
 
 
-def assert_error_shape(response, code: str, fields: set[str] | None = None):
+def assert_error_shape(response, code: str, fields: set[str] | None = None, status: int = 400):
     body = response.json()
-    assert response.status_code == 400, body
+    assert response.status_code == status, body
     assert body["success"] == 0, body
     error = body["error"]
     assert error["code"] == code, body
@@ -221,8 +223,14 @@ def as_json_text(value) -> str:
 
 def check_get_or_create(api_client, body):
     outcome, bad = get_or_create_outcome(body)
+    text = as_json_text(body)
+    if len(text.encode()) > usergroups_settings.MAX_BODY_BYTES:
+        outcome = "request_too_large"  # refused before it is parsed
     event(outcome)  # --hypothesis-show-statistics shows the mix
-    response = get_or_create(api_client, as_json_text(body))
+    response = get_or_create(api_client, text)
+    if outcome == "request_too_large":
+        assert_error_shape(response, "request_too_large", status=413)
+        return
     if outcome == "parse_error":
         assert_error_shape(response, "parse_error")
         return
@@ -281,6 +289,40 @@ def test_get_or_create_from_query_string(api_client, params):
     assert response.status_code == 400, body
     assert body["error"]["code"] == "invalid", body
     assert set(body["error"]["fields"]) <= {*params, "user_group_id"}, body
+
+
+# --- Stored and read back ------------------------------------------------------------------
+
+# Text every database stores as given: any character but NUL and lone surrogates.
+storable_texts = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
+storable_json = st.recursive(
+    st.none() | st.booleans() | integers | floats | storable_texts,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(storable_texts, children, max_size=4)
+    ),
+    max_leaves=16,
+)
+storable_properties = st.dictionaries(storable_texts, storable_json, max_size=5)
+
+
+def compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@pytest.mark.django_db
+@settings(PROPERTY_SETTINGS, max_examples=200)
+@given(properties=storable_properties)
+@example(properties={"v": [1e300, 1e-300, -0.0, 0.1, 2.0, 10**300], "b": {"z": 1, "a": 2}})
+def test_properties_read_back_from_the_database_as_written(workspace, properties):
+    """Any valid value, read back through the ORM and through get-or-create's own query:
+    the same compact JSON text (types, sign of zero and key order included), which is
+    the text the size limit was checked on."""
+    assert valid_properties(properties)
+    group = UserGroupFactory(workspace=workspace, properties=properties)
+    from_orm = UserGroup.objects.get(pk=group.pk).properties
+    from_api_query = services.groups.find_group(workspace.pk, group.provided_id).properties
+    assert compact(from_orm) == compact(properties)
+    assert compact(from_api_query) == compact(properties)
 
 
 # --- Rotation --------------------------------------------------------------------------------

@@ -1,27 +1,23 @@
 """How many queries each operation costs, and that creation writes in one transaction.
 
-The API key was used a moment ago in every test here (``fresh_key``), so its
+The API key was used a moment ago in every test here (``recently_used_key``), so its
 ``last_used_at`` is not written and authenticating costs exactly one query.
 """
 
 import pytest
 from django.db import DatabaseError, IntegrityError
 from django.db.models.query import QuerySet
-from django.utils import timezone
 
-from tests.conftest import get_or_create, rotate
-from tests.factories import SchemaMappingFactory
+from tests.support.api import get_or_create, rotate
+from tests.support.factories import SchemaMappingFactory
 from usergroups import crypto
-from usergroups.models import APIKey, SchemaMapping, UserGroup
+from usergroups.models import SchemaMapping, UserGroup
 
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 MAPPING = {"sales": "pg-1", "hr": "pg-2", "ops": "pg-3"}
 
 
-@pytest.fixture(autouse=True)
-def fresh_key(api_key):
-    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
-    return api_key
+pytestmark = pytest.mark.usefixtures("recently_used_key")
 
 
 @pytest.fixture

@@ -7,20 +7,14 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from tests.conftest import API_URL, database_unchanged, get_or_create, rotate
-from tests.factories import UserGroupFactory
+from tests.support.api import API_URL, get_or_create, rotate
+from tests.support.db_state import database_unchanged
+from tests.support.factories import UserGroupFactory
 from usergroups import crypto, signals
 from usergroups.group_token_auth import resolve_group_token
-from usergroups.models import APIKey, UserGroup
+from usergroups.models import UserGroup
 
 TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
-
-
-@pytest.fixture
-def fresh_key(api_key):
-    """The key was used a moment ago, so authenticating costs exactly one query."""
-    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
-    return api_key
 
 
 def rotated(response) -> dict:
@@ -151,7 +145,7 @@ MALFORMED_TOKENS = [
 
 @pytest.mark.parametrize("token", MALFORMED_TOKENS)
 def test_malformed_tokens_are_404_without_a_query(
-    api_client, fresh_key, group, token, django_assert_num_queries
+    api_client, recently_used_key, group, token, django_assert_num_queries
 ):
     # The one query is the API key's lookup; the token never reaches the database.
     with django_assert_num_queries(1):

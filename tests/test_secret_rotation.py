@@ -8,19 +8,19 @@ resealed everything with the new secret; a dropped secret makes get-or-create an
 """
 
 import io
-import json
 from contextlib import contextmanager
 
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
-from tests.conftest import API_URL
+from tests.support.api import get_or_create, rotate, status_and_body
 from usergroups import crypto
 from usergroups.group_token_auth import resolve_group_token
 from usergroups.models import UserGroup
 
 OLD_KEY = "usergroups-old-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"
+ACME = {"user_group_id": "acme"}
 NEW_KEY = "usergroups-new-secret-key-9876543210-zyxwvutsrqponmlkjihgfedcba"
 
 
@@ -53,21 +53,6 @@ def scheme(request):
     return SCHEMES[request.param]
 
 
-def get_or_create(client, user_group_id="acme"):
-    response = client.generic(
-        "GET",
-        API_URL,
-        json.dumps({"user_group_id": user_group_id}),
-        content_type="application/json",
-    )
-    return response.status_code, response.json()
-
-
-def rotate(client, token):
-    response = client.post(API_URL, {"current_token": token}, format="json")
-    return response.status_code, response.json()
-
-
 def reseal() -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
     call_command("reseal_group_tokens", stdout=out, stderr=err)
@@ -76,7 +61,7 @@ def reseal() -> tuple[str, str]:
 
 def created_under(client, secret, old, user_group_id="acme"):
     with secret(old):
-        status, body = get_or_create(client, user_group_id)
+        status, body = status_and_body(get_or_create(client, {"user_group_id": user_group_id}))
     assert status == 200 and body["new_user_group"] is True, body
     return body["user_group"]["token"]
 
@@ -88,24 +73,27 @@ def test_old_secret_as_fallback_keeps_tokens_showing_and_rotating(api_client, sc
     other = created_under(api_client, secret, old, "globex")
 
     with secret(new, [old]):
-        status, body = get_or_create(api_client)
+        status, body = status_and_body(get_or_create(api_client, ACME))
         assert (status, body["new_user_group"]) == (200, False)
         assert body["user_group"]["token"] == token
-        status, body = rotate(api_client, token)
+        status, body = status_and_body(rotate(api_client, {"current_token": token}))
         assert status == 200, body
         rotated = body["user_group"]["token"]
         assert rotated != token
-        assert get_or_create(api_client)[1]["user_group"]["token"] == rotated
-        assert rotate(api_client, token)[0] == 404
+        assert get_or_create(api_client, ACME).json()["user_group"]["token"] == rotated
+        assert rotate(api_client, {"current_token": token}).status_code == 404
 
     # The rotated token was sealed with the new secret: it needs no fallback.
     with secret(new):
-        assert get_or_create(api_client)[1]["user_group"]["token"] == rotated
+        assert get_or_create(api_client, ACME).json()["user_group"]["token"] == rotated
         # The untouched group still holds an old seal until resealed.
-        status, body = get_or_create(api_client, "globex")
+        status, body = status_and_body(get_or_create(api_client, {"user_group_id": "globex"}))
         assert (status, body["error"]["code"]) == (503, "token_unavailable")
     with secret(new, [old]):
-        assert get_or_create(api_client, "globex")[1]["user_group"]["token"] == other
+        assert (
+            get_or_create(api_client, {"user_group_id": "globex"}).json()["user_group"]["token"]
+            == other
+        )
 
 
 @pytest.mark.django_db
@@ -125,13 +113,13 @@ def test_reseal_moves_every_token_to_the_new_secret(api_client, scheme):
 
     with secret(new):
         for name, token in tokens.items():
-            status, body = get_or_create(api_client, name)
+            status, body = status_and_body(get_or_create(api_client, {"user_group_id": name}))
             assert (status, body["user_group"]["token"]) == (200, token)
         # Resealing again changes nothing.
         assert reseal() == ("Resealed 0 group token(s).\n", "")
     # And the old secret alone no longer opens them.
     with secret(old):
-        status, body = get_or_create(api_client, "a")
+        status, body = status_and_body(get_or_create(api_client, {"user_group_id": "a"}))
         assert (status, body["error"]["code"]) == (503, "token_unavailable")
 
 
@@ -142,7 +130,7 @@ def test_dropped_secret_is_a_clear_error_and_rotation_recovers(api_client, schem
     before = UserGroup.objects.values().get()
 
     with secret(new):
-        status, body = get_or_create(api_client)
+        status, body = status_and_body(get_or_create(api_client, ACME))
         assert status == 503
         assert body["success"] == 0
         assert body["error"]["code"] == "token_unavailable"
@@ -153,11 +141,11 @@ def test_dropped_secret_is_a_clear_error_and_rotation_recovers(api_client, schem
 
         # Rotation finds the group by the token's digest: it needs no unsealing.
         assert resolve_group_token(token).provided_id == "acme"
-        status, body = rotate(api_client, token)
+        status, body = status_and_body(rotate(api_client, {"current_token": token}))
         assert status == 200, body
         new_token = body["user_group"]["token"]
         assert new_token != token
-        status, body = get_or_create(api_client)
+        status, body = status_and_body(get_or_create(api_client, ACME))
         assert (status, body["user_group"]["token"]) == (200, new_token)
         assert resolve_group_token(token) is None
 
@@ -173,7 +161,7 @@ def test_reseal_reports_tokens_it_cannot_open(api_client, scheme):
     assert "1 group token(s) open with no configured secret" in err
     # Nothing was overwritten: the old secret still opens the lost one.
     with secret(old):
-        assert get_or_create(api_client, "lost")[0] == 200
+        assert get_or_create(api_client, {"user_group_id": "lost"}).status_code == 200
 
 
 @pytest.mark.django_db
@@ -193,7 +181,10 @@ def test_api_keys_do_not_depend_on_the_secret(api_client, scheme):
     secret, old, new = scheme
     for current in (old, new):
         with secret(current):
-            assert get_or_create(api_client, f"key-check-{current}")[0] == 200
+            assert (
+                get_or_create(api_client, {"user_group_id": f"key-check-{current}"}).status_code
+                == 200
+            )
 
 
 def test_token_secret_wins_over_secret_key():

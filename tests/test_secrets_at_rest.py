@@ -2,7 +2,6 @@
 group token, not even in part, and the sealed tokens open only with the server secret."""
 
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -13,8 +12,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 
-from tests.conftest import API_URL
-from tests.leaks import find_leaks
+from tests.support.api import API_URL, get_or_create
+from tests.support.leaks import find_leaks
 from usergroups import crypto
 from usergroups.models import APIKey, UserGroup
 
@@ -106,12 +105,6 @@ def every_row() -> str:
     return "\n".join(lines)
 
 
-def get_or_create(client, body):
-    response = client.generic("GET", API_URL, json.dumps(body), content_type="application/json")
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
 @pytest.fixture
 def issued(api_key, api_client):
     """Keys and tokens issued the ways a site issues them; ``{name: secret}``."""
@@ -127,7 +120,7 @@ def issued(api_key, api_client):
         )
         secrets[f"command key {n}"] = out.getvalue().strip()
     for n in range(4):
-        body = get_or_create(
+        response = get_or_create(
             api_client,
             {
                 "user_group_id": f"dump-group-{n}",
@@ -135,13 +128,16 @@ def issued(api_key, api_client):
                 "properties": {"tenant": n},
             },
         )
-        secrets[f"token {n}"] = body["user_group"]["token"]
+        assert response.status_code == 200, response.content
+        secrets[f"token {n}"] = response.json()["user_group"]["token"]
     rotated = api_client.post(API_URL, {"current_token": secrets["token 0"]}, format="json")
     assert rotated.status_code == 200
     secrets["token 0 (rotated away)"] = secrets.pop("token 0")
     secrets["token 0 (after rotation)"] = rotated.json()["user_group"]["token"]
     # Show a token again (get-or-create of a known id) and use a key from a command.
-    assert get_or_create(api_client, {"user_group_id": "dump-group-1"})["new_user_group"] is False
+    response = get_or_create(api_client, {"user_group_id": "dump-group-1"})
+    assert response.status_code == 200, response.content
+    assert response.json()["new_user_group"] is False
     for value in secrets.values():
         assert crypto.looks_like_api_key(value) or crypto.looks_like_group_token(value), value
     return secrets

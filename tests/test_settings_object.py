@@ -75,7 +75,7 @@ def test_a_given_none_is_kept():
 
 
 def test_a_setting_that_is_not_a_dict_gives_the_defaults():
-    # Reported by the system check usergroups.E002; never a crash at request time.
+    # Reported by the system check usergroups.E007; never a crash at request time.
     with override_settings(USERGROUPS=["MAX_BODY_BYTES", 10]):
         assert usergroups_settings.MAX_BODY_BYTES == 1024 * 1024
 

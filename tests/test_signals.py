@@ -2,9 +2,8 @@
 
 import pytest
 
-from tests.admin_support import admin_url
-from tests.conftest import get_or_create, rotate
-from tests.test_admin_groups import group_form
+from tests.support.admin import admin_url, group_form
+from tests.support.api import get_or_create, rotate
 from usergroups import services
 from usergroups.signals import group_created, group_deleted, group_updated, token_rotated
 

@@ -1,4 +1,4 @@
-from tests.conftest import API_URL
+from tests.support.api import API_URL
 
 
 def test_get_or_create_then_rotate(api_client):

@@ -139,9 +139,10 @@ def by_token(d: Data) -> list[tuple[list, list]]:
     ]
 
 
-def api_key_by_prefix(d: Data) -> list[tuple[list, list]]:
-    asked = [d.key.prefix, d.key.prefix.upper(), d.key.prefix[:-1], "ugk_unknown"]
-    return [([prefix], orm_keys(Q(prefix=prefix))) for prefix in asked]
+def api_key_by_digest(d: Data) -> list[tuple[list, list]]:
+    digest = d.key.digest
+    asked = [digest, digest.upper(), digest[:-1], digest + " ", "0" * 64]
+    return [([value], orm_keys(Q(digest=value))) for value in asked]
 
 
 QUESTIONS = {
@@ -150,7 +151,7 @@ QUESTIONS = {
     "GROUP_BY_TOKEN_DIGEST": by_token_digest,
     "GROUP_BY_TEAM_ID": by_team_id,
     "GROUP_BY_TOKEN": by_token,
-    "API_KEY_BY_PREFIX": api_key_by_prefix,
+    "API_KEY_BY_DIGEST": api_key_by_digest,
 }
 
 

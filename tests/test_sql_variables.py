@@ -1,11 +1,22 @@
 """Group properties as SQL variables: parameters, never interpolation, on the real database."""
 
+import sqlite3
+
 import pytest
 from django.db import connection
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tests.factories import SchemaMappingFactory, UserGroupFactory
+from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from usergroups.group_token_auth import resolve_group_token
-from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
+from usergroups.sqlscan import DIALECTS, _placeholders_in_code
+from usergroups.variables import (
+    PLACEHOLDER,
+    VariableError,
+    data_source_for,
+    group_variables,
+    render_sql,
+)
 
 HOSTILE = [
     "EU' OR '1'='1",
@@ -116,3 +127,168 @@ def test_data_source_for_schema_reads_the_record_alone(db, django_assert_num_que
     with django_assert_num_queries(0):
         assert data_source_for(group, "sales") == "warehouse-eu"
         assert data_source_for(group, "unknown") is None
+
+
+# --- Placeholders inside quotes or comments (issue 9, finding 5) -------------------------
+
+# Each query puts {{ v }} where some database reads it as part of a string, an
+# identifier or a comment: refused, whatever the value.
+QUOTED = {
+    "single quotes": "SELECT region FROM usergroups_sales WHERE region = '{{ v }}'",
+    "single quotes, text around": "SELECT region FROM usergroups_sales WHERE region = 'x {{ v }} y'",
+    "doubled quote inside": "SELECT region FROM usergroups_sales WHERE region = 'it''s {{ v }}'",
+    "double quotes": 'SELECT region FROM usergroups_sales WHERE "{{ v }}" = region',
+    "backticks": "SELECT region FROM usergroups_sales WHERE `{{ v }}` = region",
+    "E string": "SELECT region FROM usergroups_sales WHERE region = E'{{ v }}'",
+    "E string, escaped quote": "SELECT region FROM usergroups_sales WHERE region = e'\\' {{ v }} '",
+    "E string after a number": "SELECT 1e'\\' {{ v }} '",
+    "backslash escape (MySQL)": "SELECT region FROM usergroups_sales WHERE region = 'C:\\' OR {{ v }} '",
+    "backslash in double quotes": 'SELECT "\\" {{ v }} "',
+    "dollar quotes": "SELECT region FROM usergroups_sales WHERE region = $${{ v }}$$",
+    "tagged dollar quotes": "SELECT $tag$ $$ {{ v }} $tag$",
+    "line comment": "SELECT region FROM usergroups_sales -- {{ v }}\nWHERE region = 'EU'",
+    "line comment, no space": "SELECT region FROM usergroups_sales --{{ v }}",
+    "hash comment (MySQL)": "SELECT region FROM usergroups_sales # {{ v }}\n",
+    "block comment": "SELECT region /* {{ v }} */ FROM usergroups_sales",
+    "nested block comment (PostgreSQL)": "SELECT 1 /* /* */ {{ v }} */",
+    "executable comment (MySQL)": "SELECT 1 /*! + {{ v }} */",
+    "unterminated quote": "SELECT region FROM usergroups_sales WHERE region = 'EU {{ v }}",
+    "unterminated comment": "SELECT 1 /* {{ v }}",
+    "placeholder split by a comment's end": "SELECT 1 -- {{ v\n}}",
+    # Quotes one database reads and another does not: refused for the one that does.
+    "dollar string holding a quote (MySQL has no dollar quotes)": "SELECT $$ it's $$, {{ v }}",
+    "escaped quote (SQLite has no escapes)": "SELECT E'a\\'b', {{ v }}",
+    "hash (an operator on PostgreSQL, a comment on MySQL)": "SELECT 1 # {{ v }}",
+}
+
+# Placeholders in code, with quotes and comments around them: accepted.
+BARE = {
+    "strings before and after": "SELECT 'a''b', {{ v }}, 'c'",
+    "identifiers": 'SELECT "region" FROM "usergroups_sales" WHERE "region" = {{ v }}',
+    "comments around": "SELECT 1 /* c */ WHERE 1 = {{ v }} -- trailing ' \"\nAND 2 = 2",
+    "dollar string before": "SELECT $$ it is $$, {{ v }}",
+    "percent in a string": "SELECT '%0%%' LIKE {{ v }}",
+    "E as a name": "SELECT e.region FROM usergroups_sales e WHERE e.region = {{ v }}",
+    "identifier with dollar": "SELECT a$b$ FROM t WHERE x = {{ v }} AND y = $1",
+    "escaped backslash then code": "SELECT 'it''s', E'a\\\\b', {{ v }}",
+}
+
+INJECTION = ["' OR 1=1 --", "' OR '1'='1", "x' UNION SELECT region FROM usergroups_sales --"]
+
+
+@pytest.mark.parametrize("query", QUOTED.values(), ids=QUOTED.keys())
+def test_placeholder_inside_quotes_or_a_comment_is_refused(query):
+    with pytest.raises(VariableError, match="inside"):
+        render_sql(query, {"v": "EU"})
+
+
+@pytest.mark.parametrize("query", BARE.values(), ids=BARE.keys())
+def test_placeholder_in_code_is_accepted(query):
+    sql, params = render_sql(query, {"v": "EU"})
+    assert params == ["EU"]
+    assert "{{" not in sql and sql.count("%s") == 1
+
+
+@pytest.mark.parametrize("value", INJECTION)
+def test_quoted_placeholder_injects_nothing(sales, value):
+    """``'{{ v }}'`` with ``' OR 1=1 --`` returned every row on PostgreSQL: now refused
+    before the database sees it, and the table is intact."""
+    with pytest.raises(VariableError):
+        run("SELECT region FROM usergroups_sales WHERE region = '{{ v }}'", {"v": value})
+    assert len(run("SELECT region FROM usergroups_sales", {})) == 4
+
+
+# --- Values no SQL parameter takes safely ---------------------------------------------------
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        INT64_MAX + 1,
+        INT64_MIN - 1,
+        2**70,
+        -(10**300),
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+        "\x00",
+        "EU\x00' OR 1=1 --",
+        "\ud800",
+        {"a": 1},
+        {},
+        [["EU"]],
+        [{"a": 1}],
+        ["EU", ["US"]],
+        [2**64],
+        [float("nan")],
+        ["EU\x00"],
+        (("EU",),),
+        b"EU",
+    ],
+)
+def test_values_no_parameter_takes_are_refused(value):
+    with pytest.raises(VariableError):
+        render_sql("SELECT {{ v }}", {"v": value})
+    with pytest.raises(VariableError):
+        render_sql("SELECT 1 WHERE 1 IN {{ v }}", {"v": [value]})
+
+
+@pytest.mark.parametrize("value", [INT64_MAX + 1, INT64_MIN - 1, 2**70])
+def test_integers_beyond_64_bits_never_reach_the_database(sales, value):
+    with pytest.raises(VariableError, match="64-bit"):
+        run("SELECT region FROM usergroups_sales WHERE amount < {{ v }}", {"v": value})
+
+
+@pytest.mark.parametrize(
+    "value, rows",
+    [(INT64_MAX, 4), (INT64_MIN, 0), (None, 0), (0.5, 0), (-0.0, 0), (1e300, 4)],
+)
+def test_the_64_bit_range_and_other_scalars_work_on_the_database(sales, value, rows):
+    query = "SELECT region FROM usergroups_sales WHERE amount < {{ v }}"
+    assert len(run(query, {"v": value})) == rows
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *INJECTION,
+        "EU\\' OR 1=1 -- ",
+        "EU\\",
+        "EU\n-- ",
+        "EU' /*",
+        "$$ OR 1=1 $$",
+        "EU` OR 1=1",
+        "EU\u2019 OR 1=1 --",
+        "EU\u02bc OR 1=1 --",
+        "😀' OR 1=1 --",
+    ],
+)
+def test_hostile_values_in_lists_match_only_themselves(sales, value):
+    query = "SELECT region FROM usergroups_sales WHERE region IN {{ v }}"
+    assert run(query, {"v": ["EU", value]}) == [("EU",)]
+    assert len(run("SELECT region FROM usergroups_sales", {})) == 4
+
+
+# --- The scanner against a real SQL lexer -----------------------------------------------
+
+# Pieces of SQL text that open, close or look like quotes and comments (no "[", which
+# SQLite reads as a quote and the scanner on purpose does not; no CREATE TRIGGER).
+PIECES = ["'", '"', "`", "''", "-", "--", "/*", "*/", "*", "/", "\n", " ", "x", "e", "E"]
+PIECES += ["\\", "$$", "$", "#", "1", ",", "{{ v }}", "{{ v }}", "{{", "}}"]
+
+
+@settings(max_examples=2000, deadline=None, database=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), max_size=14))
+def test_sqlite_reading_agrees_with_sqlite_itself(pieces):
+    """SQLite's own lexer (``sqlite3_complete``: is a ``;`` put there outside any
+    string, name or comment?) says which placeholders are code; the scanner agrees."""
+    query = "".join(pieces)
+    in_code = {
+        match.start()
+        for match in PLACEHOLDER.finditer(query)
+        if sqlite3.complete_statement(query[: match.start()] + ";")
+    }
+    sqlite = next(dialect for dialect in DIALECTS if dialect.name == "SQLite")
+    assert _placeholders_in_code(query, PLACEHOLDER, sqlite) == in_code

@@ -1,26 +1,21 @@
 """The extensions of the interface: PUT updates, DELETE deletes, GET /api/user/list lists."""
 
-import json
-
 import pytest
 from django.db import IntegrityError
 from django.db.models.query import QuerySet
 
-from tests.conftest import API_URL
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.api import get_or_create, send
+from tests.support.factories import (
+    APIKeyFactory,
+    SchemaMappingFactory,
+    UserGroupFactory,
+    WorkspaceFactory,
+)
 from usergroups.group_token_auth import resolve_group_token
 from usergroups.models import SchemaMapping, UserGroup
 from usergroups.signals import group_deleted, group_updated
 
 LIST_URL = "/api/user/list"
-
-
-def send(client, method, body):
-    return client.generic(method, API_URL, json.dumps(body), content_type="application/json")
-
-
-def get(client, user_group_id):
-    return send(client, "GET", {"user_group_id": user_group_id})
 
 
 @pytest.fixture
@@ -46,7 +41,9 @@ class TestUpdate:
         assert body["mapping"] == {"orders": "7"}  # replaced, not merged
         assert body["properties"] == {"region": "EU"}  # absent: kept
         assert body["token"] == mapped_group.token  # an update never rotates
-        stored = get(api_client, mapped_group.provided_id).json()["user_group"]
+        stored = get_or_create(api_client, {"user_group_id": mapped_group.provided_id}).json()[
+            "user_group"
+        ]
         assert stored["name"] == "Renamed" and stored["mapping"] == {"orders": "7"}
 
     def test_properties_replaced_and_cleared(self, api_client, group):
@@ -60,7 +57,9 @@ class TestUpdate:
             api_client, "PUT", {"user_group_id": group.provided_id, "new_user_group_id": "new-id"}
         )
         assert response.json()["user_group"]["provided_id"] == "new-id"
-        assert get(api_client, "new-id").json()["new_user_group"] is False
+        assert (
+            get_or_create(api_client, {"user_group_id": "new-id"}).json()["new_user_group"] is False
+        )
 
     def test_another_integrity_error_is_not_reported_as_a_taken_id(
         self, api_client, mapped_group, monkeypatch

@@ -67,7 +67,7 @@ class APIKeyAuthentication(AuthorizationHeaderAuthentication):
     """Authenticates a workspace's API key; ``request.auth`` is the :class:`APIKey`.
 
     Unlike DRF's TokenAuthentication, a header with another scheme is refused (401)
-    rather than passed over, and keys are looked up by prefix and digest, never stored.
+    rather than passed over, and keys are looked up by their digest; they are never stored.
     """
 
     keyword = "Token"

@@ -1,8 +1,10 @@
 """System checks: misconfigurations caught at startup, with stable IDs and a hint each."""
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
+import django
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
@@ -21,6 +23,14 @@ _INTEGER_SETTINGS = {
     "MAX_MAPPING_ENTRIES": 0,
     "KEY_LAST_USED_INTERVAL_SECONDS": 0,
 }
+# The oldest Django REST framework that works with usergroups on each Django release, the
+# last row at or below the installed Django applying. DRF before 3.18 cannot import its
+# views on Django 6.1 (django.utils.cache.cc_delim_re is gone); 3.18 is also the floor
+# pyproject.toml declares, proven on Django 5.2.0 by tox's `lowest` env.
+DRF_FLOORS = (
+    ((5, 2), (3, 18)),
+    ((6, 1), (3, 18)),
+)
 _PER_PROCESS_CACHES = (
     "django.core.cache.backends.locmem.LocMemCache",
     "django.core.cache.backends.dummy.DummyCache",
@@ -40,11 +50,49 @@ def check_installed_apps(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessa
     ]
 
 
+def _major_minor(version: str) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+@register(Tags.compatibility)
+def check_rest_framework_version(app_configs: Any = None, **kwargs: Any) -> Sequence[CheckMessage]:
+    """DRF older than the installed Django supports: pip allows it (``--no-deps``, a pin
+    elsewhere, an upgrade of Django alone) and the failure it causes names neither."""
+    try:
+        import rest_framework
+    except ImportError:  # not installed at all: E001's business, and import errors say it
+        return []
+    drf = _major_minor(getattr(rest_framework, "VERSION", ""))
+    floors = [
+        drf_floor
+        for django_release, drf_floor in DRF_FLOORS
+        if django.VERSION[:2] >= django_release
+    ]
+    if drf is None or not floors or drf >= floors[-1]:
+        return []
+    needed = ".".join(map(str, floors[-1]))
+    return [
+        Error(
+            f"Django REST framework {rest_framework.VERSION} is too old for Django "
+            f"{django.get_version()}: usergroups needs djangorestframework>={needed} with it.",
+            hint=f'Upgrade it: pip install "djangorestframework>={needed}".',
+            id="usergroups.E010",
+        )
+    ]
+
+
 @register(Tags.compatibility)
 def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     options = getattr(settings, "USERGROUPS", {})
     if not isinstance(options, dict):
-        return [Error("USERGROUPS must be a dict.", id="usergroups.E002")]
+        return [
+            Error(
+                f"USERGROUPS must be a dict, not {type(options).__name__}.",
+                hint='Write it as USERGROUPS = {"THROTTLE_RATE": "600/minute", ...}.',
+                id="usergroups.E007",
+            )
+        ]
     errors = [
         Error(
             f"Unknown USERGROUPS setting {name!r}.",
@@ -108,6 +156,7 @@ def check_throttling(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
         return [
             Error(
                 f"USERGROUPS['THROTTLE_CACHE'] names {alias!r}, which is not in CACHES.",
+                hint=f"Name one of the CACHES aliases: {', '.join(sorted(settings.CACHES))}.",
                 id="usergroups.E006",
             )
         ]
@@ -125,6 +174,10 @@ def check_throttling(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
 
 @register(Tags.compatibility)
 def check_sqlite_concurrency(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    # With DEBUG on, the site is a developer's: one runserver process, where the default
+    # SQLite settings are fine. A fresh startproject site is that, and must start quiet.
+    if settings.DEBUG:
+        return []
     warnings = []
     for alias, config in settings.DATABASES.items():
         if config.get("ENGINE") != "django.db.backends.sqlite3":

@@ -39,7 +39,7 @@ class UserGroupsSettings:
         if name not in DEFAULTS:
             raise AttributeError(f"Unknown USERGROUPS setting: {name!r}")
         options = getattr(settings, "USERGROUPS", {})
-        if not isinstance(options, dict):  # reported by check usergroups.E002
+        if not isinstance(options, dict):  # reported by check usergroups.E007
             return DEFAULTS[name]
         return options.get(name, DEFAULTS[name])
 

@@ -1,9 +1,11 @@
 """Every failure of the API as ``{"success": 0, "error": {"code", "message", "fields"}}``."""
 
+import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -15,6 +17,14 @@ class RequestTooLarge(exceptions.APIException):
     default_code = "request_too_large"
 
 
+class LengthRequired(exceptions.APIException):
+    """A chunked body this server hands over unsized, so it cannot be read (usergroups.chunked)."""
+
+    status_code = status.HTTP_411_LENGTH_REQUIRED
+    default_detail = "This server cannot read a chunked body; send Content-Length."
+    default_code = "length_required"
+
+
 class TokenUnavailable(exceptions.APIException):
     """The group's token was sealed with a secret this server no longer has."""
 
@@ -23,9 +33,31 @@ class TokenUnavailable(exceptions.APIException):
     default_code = "token_unavailable"
 
 
+class ServiceUnavailable(exceptions.APIException):
+    """The database failed mid-request: connection lost, lock timeout, deadlock."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable; try again."
+    default_code = "service_unavailable"
+    wait = 1  # seconds, sent as Retry-After
+
+
+logger = logging.getLogger(__name__)
+
+
 def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
     if isinstance(exc, exceptions.APIException):
         return exc
+    if isinstance(exc, OperationalError | InterfaceError):
+        # Failures of the database, not of the request: worth a retry. IntegrityError
+        # and DataError are not here: races are settled in services, so those are bugs.
+        # The class and first line name the failure; the message holds no secret.
+        logger.warning(
+            "Database failure answered 503: %s: %s",
+            type(exc).__name__,
+            str(exc).strip().split("\n", 1)[0],
+        )
+        return ServiceUnavailable()
     if isinstance(exc, Http404):
         return exceptions.NotFound()
     if isinstance(exc, DjangoPermissionDenied):

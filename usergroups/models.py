@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 
 from . import crypto
-from .fields import ExactCharField, PortableJSONField
+from .fields import ExactCharField, JSONTextField
 
 
 class Workspace(models.Model):
@@ -43,8 +43,9 @@ class APIKey(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=255, blank=True)
+    # The prefix names the key (admin, logs, revoke_api_key); the API finds it by digest.
     prefix = ExactCharField(max_length=crypto.KEY_LOOKUP_LENGTH, unique=True, editable=False)
-    digest = models.CharField(max_length=64, editable=False)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -75,7 +76,7 @@ class UserGroup(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="user_groups")
     provided_id = ExactCharField(max_length=255)
     name = models.CharField(max_length=255)
-    properties = PortableJSONField(null=True, blank=True)
+    properties = JSONTextField(null=True, blank=True)
     token_digest = models.CharField(max_length=64, unique=True, editable=False)
     token_sealed = models.CharField(max_length=64, editable=False)
     # Kept only while ROTATION_GRACE_SECONDS lets an old token resolve.

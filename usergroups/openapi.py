@@ -73,8 +73,8 @@ GROUP: Schema = {
 }
 ERROR_CODES = [
     "parse_error", "invalid", "not_authenticated", "authentication_failed", "permission_denied",
-    "not_found", "method_not_allowed", "request_too_large", "unsupported_media_type", "throttled",
-    "token_unavailable",
+    "not_found", "method_not_allowed", "length_required", "request_too_large",
+    "unsupported_media_type", "throttled", "service_unavailable", "token_unavailable",
 ]  # fmt: skip
 ERROR: Schema = {
     "type": "object",
@@ -100,14 +100,18 @@ ERROR: Schema = {
 
 def _errors(*statuses: int) -> dict[int, OpenApiResponse]:
     described = {
-        400: "`parse_error` (not JSON, not an object, too deep) or `invalid` (a bad field).",
+        400: "`parse_error` (not JSON, not an object, too deep) or `invalid` (a bad field, "
+        "or a query parameter that is not percent-encoded UTF-8).",
         401: "`not_authenticated` (no header) or `authentication_failed` (bad, revoked or expired key).",
         404: "`not_found`: the token is not a current token of this workspace.",
         405: "`method_not_allowed`.",
+        411: "`length_required`: a chunked body this server cannot read; send Content-Length.",
         413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
         415: "`unsupported_media_type`: a body that is not JSON.",
         429: "`throttled`: over the per-key rate; see Retry-After.",
-        503: "`token_unavailable`: the token was sealed with a secret this server no longer has.",
+        503: "`service_unavailable`: the database failed mid-request (connection lost, lock "
+        "timeout); try again after Retry-After seconds. Where a token is shown, also "
+        "`token_unavailable`: it was sealed with a secret this server no longer has.",
     }
     return {status: OpenApiResponse(ERROR, description=described[status]) for status in statuses}
 
@@ -138,7 +142,7 @@ OPERATIONS: dict[str, Schema] = {
                     "user_group": GROUP,
                 },
             },
-            **_errors(400, 401, 413, 415, 429, 503),
+            **_errors(400, 401, 411, 413, 415, 429, 503),
         },
     },
     "POST": {
@@ -156,7 +160,7 @@ OPERATIONS: dict[str, Schema] = {
                     "user_group": ROTATED_GROUP,
                 },
             },
-            **_errors(400, 401, 404, 413, 415, 429),
+            **_errors(400, 401, 404, 411, 413, 415, 429, 503),
         },
     },
 }
@@ -219,7 +223,10 @@ OPERATIONS["PUT"] = {
     "ones; `new_user_group_id` renames it. The token does not change.",
     "request": UPDATE_REQUEST,
     "parameters": [],
-    "responses": {200: _success(user_group=GROUP), **_errors(400, 401, 404, 413, 415, 429, 503)},
+    "responses": {
+        200: _success(user_group=GROUP),
+        **_errors(400, 401, 404, 411, 413, 415, 429, 503),
+    },
 }
 OPERATIONS["DELETE"] = {
     "operation_id": "delete_user_group",
@@ -228,7 +235,10 @@ OPERATIONS["DELETE"] = {
     "its token stops working at once.",
     "request": DELETE_REQUEST,
     "parameters": [],
-    "responses": {200: _success(user_group=DELETED_GROUP), **_errors(400, 401, 404, 413, 415, 429)},
+    "responses": {
+        200: _success(user_group=DELETED_GROUP),
+        **_errors(400, 401, 404, 411, 413, 415, 429, 503),
+    },
 }
 LIST_OPERATION: Schema = {
     "operation_id": "list_user_groups",
@@ -247,7 +257,7 @@ LIST_OPERATION: Schema = {
             page_size={"type": "integer"},
             user_groups={"type": "array", "items": LISTED_GROUP},
         ),
-        **_errors(400, 401, 429),
+        **_errors(400, 401, 429, 503),
     },
 }
 

@@ -210,8 +210,9 @@ GROUP_BY_TOKEN = GroupStatement(
     "({token_digest} = %s OR ({previous_token_digest} = %s AND {previous_token_valid_until} > %s))",
     ["token_digest", "previous_token_digest", "previous_token_valid_until"],
 )
-#: An API key's whole row by its prefix, as ``APIKey.objects.get(prefix=...)`` loads it.
-API_KEY_BY_PREFIX = Statement(APIKey, "{prefix} = %s", ["prefix"])
+#: An API key's whole row by the digest of the whole key, as
+#: ``APIKey.objects.get(digest=...)`` loads it (never by its prefix: see keys.find_api_key).
+API_KEY_BY_DIGEST = Statement(APIKey, "{digest} = %s", ["digest"])
 
 #: Every statement, for tests/test_sql.py.
 STATEMENTS = {
@@ -220,5 +221,5 @@ STATEMENTS = {
     "GROUP_BY_TOKEN_DIGEST": GROUP_BY_TOKEN_DIGEST,
     "GROUP_BY_TEAM_ID": GROUP_BY_TEAM_ID,
     "GROUP_BY_TOKEN": GROUP_BY_TOKEN,
-    "API_KEY_BY_PREFIX": API_KEY_BY_PREFIX,
+    "API_KEY_BY_DIGEST": API_KEY_BY_DIGEST,
 }

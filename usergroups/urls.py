@@ -1,11 +1,21 @@
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import re_path
 
-from .views import UserGroupListView, UserGroupView
+from .checks import check_rest_framework_version
+
+# Django imports URLconfs while running the system checks, and a DRF too old for this
+# Django fails to import its views there, so E010 would never be shown: say it here.
+if too_old := check_rest_framework_version():
+    raise ImproperlyConfigured(f"{too_old[0].msg} {too_old[0].hint} ({too_old[0].id})")
+
+from .views import UserGroupListView, UserGroupView  # noqa: E402
 
 app_name = "usergroups"
 
 urlpatterns = [
-    # With or without a trailing slash, never redirected.
-    re_path(r"^api/user/?$", UserGroupView.as_view(), name="user"),
-    re_path(r"^api/user/list/?$", UserGroupListView.as_view(), name="user-list"),
+    # With or without a trailing slash, never redirected. The optional slash is written
+    # as "(?:/)?" so that OpenAPI generators, which simplify the regex, name the path
+    # "/api/user" as the docs do (a bare "/?" would come out as "/api/user/").
+    re_path(r"^api/user(?:/)?$", UserGroupView.as_view(), name="user"),
+    re_path(r"^api/user/list(?:/)?$", UserGroupListView.as_view(), name="user-list"),
 ]

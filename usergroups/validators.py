@@ -4,13 +4,13 @@ They raise Django's ``ValidationError``, which DRF serializers and Django forms 
 turn into field errors.
 """
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from .conf import usergroups_settings
+from .fields import compact_json
 
 MAX_ID_LENGTH = 255
 
@@ -102,9 +102,8 @@ def validate_properties(value: Any) -> dict[str, Any]:
         _check_storable(text)
     max_bytes = usergroups_settings.MAX_PROPERTIES_BYTES
     try:
-        size = len(
-            json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-        )
+        # Measured in the form it is stored and read back in (JSONTextField).
+        size = len(compact_json(value).encode())
     except ValueError:
         raise ValidationError("Must not contain NaN or Infinity.", code="invalid")
     if size > max_bytes:

@@ -3,7 +3,9 @@
 ``render_sql("SELECT * FROM sales WHERE region = {{ region }}", variables)`` gives
 ``("SELECT * FROM sales WHERE region = %s", ["EU"])`` for ``cursor.execute``: values
 travel as DB-API parameters, never inside the SQL text, so no property value can
-change what the query does. Write placeholders bare, not inside quotes.
+change what the query does. Placeholders must be written bare: one inside quotes or a
+comment is refused (:mod:`usergroups.sqlscan` says why), and so are values that some
+database or driver would take badly.
 """
 
 import math
@@ -12,9 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .records import GroupRecord
+from .sqlscan import misplaced_placeholder
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 Scalar = str | int | float | bool | None
+# BIGINT, the widest integer every supported database and driver binds.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class VariableError(ValueError):
@@ -32,14 +37,27 @@ def data_source_for(group: GroupRecord, schema_id: str) -> str | None:
 
 
 def _parameter(name: str, value: Any) -> Scalar:
-    if isinstance(value, str) and "\x00" in value:
-        raise VariableError(f"Variable {name!r} holds a NUL character.")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise VariableError(f"Variable {name!r} is not a finite number.")
-    if value is None or isinstance(value, str | int | float | bool):
+    """``value`` if every database takes it as a parameter, else VariableError."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise VariableError(f"Variable {name!r} is an integer outside the signed 64-bit range.")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise VariableError(f"Variable {name!r} is not a finite number.")
+        return value
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise VariableError(f"Variable {name!r} holds a NUL character.")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise VariableError(f"Variable {name!r} is not valid Unicode (a lone surrogate).")
         return value
     raise VariableError(
-        f"Variable {name!r} is a {type(value).__name__}; SQL takes scalars or lists."
+        f"Variable {name!r} holds a {type(value).__name__}; SQL takes a scalar or a flat list."
     )
 
 
@@ -48,10 +66,17 @@ def render_sql(query: str, variables: Mapping[str, Any]) -> tuple[str, list[Scal
 
     A list becomes ``(%s, %s, …)`` for ``IN {{ names }}``; an empty list ``(NULL)``,
     which matches nothing. Literal ``%`` signs are doubled, as DB-API's format style wants.
+
+    Raises VariableError for an unknown variable, a placeholder inside quotes or a
+    comment, a value no parameter takes (NUL, lone surrogates, non-finite floats,
+    integers outside 64 bits) and nesting (an object, or a list inside a list).
     """
     unknown = sorted({name for name in PLACEHOLDER.findall(query) if name not in variables})
     if unknown:
         raise VariableError(f"Unknown variable(s): {', '.join(unknown)}.")
+    problem = misplaced_placeholder(query, PLACEHOLDER)
+    if problem:
+        raise VariableError(problem)
     params: list[Scalar] = []
 
     def substitute(match: re.Match[str]) -> str:

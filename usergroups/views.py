@@ -3,6 +3,7 @@
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.http import HttpRequest
 from django.utils.http import parse_header_parameters
 from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -14,11 +15,13 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from .authentication import APIKeyAuthentication
+from .chunked import ChunkedBodyRequest
 from .conf import usergroups_settings
 from .exceptions import exception_handler
 from .models import APIKey
 from .parsers import JSONObjectParser, loads_strict
 from .permissions import HasAPIKey
+from .querystring import query_params
 from .serializers import (
     DeletedGroupSerializer,
     DeleteRequestSerializer,
@@ -65,15 +68,18 @@ def media_type(content_type: str) -> str:
 
 def get_or_create_input(request: Request) -> Any:
     """The body, or the query string for clients that cannot send a body with GET."""
-    if request.data or not request.query_params:
+    if request.data:
         return request.data
-    params = request.query_params
+    params = query_params(request)
+    if not params:
+        return request.data
     data: dict[str, Any] = {name: params[name] for name in QUERY_FIELDS if name in params}
     errors = {}
     for name in QUERY_JSON_FIELDS:
         if name in params:
             try:
-                data[name] = loads_strict(params[name], usergroups_settings.MAX_PROPERTIES_DEPTH)
+                text = params.get(name, "")
+                data[name] = loads_strict(text, usergroups_settings.MAX_PROPERTIES_DEPTH)
             except ValueError as exc:
                 errors[name] = [f"Must be JSON text: {exc}"]
     if errors:
@@ -90,6 +96,16 @@ class WorkspaceAPIView(APIView):
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        # As APIView.initialize_request, with a request that reads chunked bodies.
+        return ChunkedBodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
@@ -172,7 +188,7 @@ class UserGroupListView(WorkspaceAPIView):
     http_method_names = ["get"]
 
     def get(self, request: Request) -> Response:
-        query = ListQuerySerializer(data=request.query_params)
+        query = ListQuerySerializer(data=query_params(request))
         query.is_valid(raise_exception=True)
         page, size = query.validated_data["page"], query.validated_data["page_size"]
         workspace, prefix = (

@@ -25,6 +25,11 @@ QUERY = (
     " WHERE {region} IN {{{{ regions }}}}"
     " ORDER BY {month}, {region}, {product}"
 )
+# The column each variable of QUERY is compared with: its values are checked against
+# what that column takes before the query runs.
+VARIABLE_COLUMNS = {"regions": "region"}
+TEXT_TYPES = {"CharField", "TextField"}
+INTEGER_TYPES = {"SmallIntegerField", "IntegerField", "BigIntegerField"}
 
 
 class NoDataSource(LookupError):
@@ -52,8 +57,40 @@ def dashboard_variables(group: GroupRecord) -> dict[str, Any]:
     return variables
 
 
+def column_takes(field, value: Any, connection) -> bool:
+    """Whether every database compares ``field``'s column with ``value`` without an
+    error: text with text, an integer column with an integer in its range; NULL
+    with anything. PostgreSQL has no ``varchar = integer``, for one."""
+    if value is None:
+        return True
+    kind = field.get_internal_type()
+    if kind in TEXT_TYPES:
+        return isinstance(value, str)
+    if kind in INTEGER_TYPES:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return False
+        low, high = connection.ops.integer_field_range(kind)
+        return low <= value <= high
+    return False
+
+
+def check_variables(model, variables: dict[str, Any], connection) -> None:
+    """VariableError unless each value of each variable fits the column it filters."""
+    for name, column in VARIABLE_COLUMNS.items():
+        field = model._meta.get_field(column)
+        values = variables.get(name, [])
+        for value in values if isinstance(values, list | tuple) else [values]:
+            if not column_takes(field, value, connection):
+                kind = "text" if field.get_internal_type() in TEXT_TYPES else "integers"
+                raise VariableError(
+                    f"Variable {name!r} holds a {type(value).__name__}; "
+                    f"the {column} column takes {kind}."
+                )
+
+
 def sales_rows(group: GroupRecord) -> SalesResult:
-    """Run the query for ``group`` on its data source. Raises NoDataSource, VariableError."""
+    """Run the query for ``group`` on its data source. Raises NoDataSource, and
+    VariableError for a value the query cannot take, before running it."""
     source = data_source_for(group, SCHEMA_ID)
     model = DATA_SOURCES.get(source) if isinstance(source, str) else None
     if model is None:
@@ -68,6 +105,7 @@ def sales_rows(group: GroupRecord) -> SalesResult:
         table=quote(model._meta.db_table),
         **column,
     )
+    check_variables(model, variables, connection)
     sql, params = render_sql(query, variables)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -76,4 +114,12 @@ def sales_rows(group: GroupRecord) -> SalesResult:
     return SalesResult(data_source=source, variables=used, sql=sql, params=params, rows=rows)
 
 
-__all__ = ["NoDataSource", "SalesResult", "VariableError", "sales_rows", "dashboard_variables"]
+__all__ = [
+    "NoDataSource",
+    "SalesResult",
+    "VariableError",
+    "check_variables",
+    "column_takes",
+    "dashboard_variables",
+    "sales_rows",
+]

@@ -4,19 +4,17 @@ The browser is Debian's ``chromium`` package, launched by its path (``playwright
 is never needed). Every page visited is saved under ``artifacts/screenshots/``.
 """
 
-import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.services import CHROMIUM
 
 # Playwright's sync API runs an asyncio loop in this thread for the rest of the session,
 # which Django would otherwise take for async code and refuse ORM calls in.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-CHROMIUM = os.environ.get("USERGROUPS_E2E_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -35,6 +33,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/e2e/" in item.nodeid.replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.needs("chromium"))
 
 
 def pytest_configure(config):
@@ -43,13 +42,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
-    if not os.path.exists(CHROMIUM):
-        message = (
-            f"No Chromium at {CHROMIUM} (apt-get install chromium, or set USERGROUPS_E2E_CHROMIUM)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    # Every e2e test is marked needs("chromium"): skipped before this when it is missing.
     return {
         **browser_type_launch_args,
         "executable_path": CHROMIUM,
@@ -109,19 +102,3 @@ def admin_login(page, live_server, django_user_model, screenshot):
 
     login.user = user
     return login
-
-
-def call_api(base_url: str, api_key: str, method: str, body: dict) -> tuple[int, dict]:
-    """One request to ``/api/user`` from the test process, as an API client would send it."""
-    request = urllib.request.Request(
-        f"{base_url}/api/user",
-        data=json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Token {api_key}", "Content-Type": "application/json"},
-    )
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(request, timeout=10) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        return error.code, json.load(error)

@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 
 from example_project.dashboards.demo import seed_demo_groups
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
-from tests.e2e.conftest import call_api
-from tests.factories import APIKeyFactory, WorkspaceFactory
+from tests.support.factories import APIKeyFactory, WorkspaceFactory
+from tests.support.http import call_api
 from usergroups import services
 
 pytestmark = pytest.mark.django_db(transaction=True)

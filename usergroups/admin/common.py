@@ -1,4 +1,5 @@
-"""What the admin pages share: subquery counts, secrets with a copy button, confirmations."""
+"""What the admin pages share: lookups limited to the offered filters, subquery counts,
+secrets with a copy button, confirmations."""
 
 from collections.abc import Iterable
 from datetime import datetime
@@ -6,8 +7,28 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin import helpers
-from django.contrib.admin.utils import unquote
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.contrib.admin.filters import (
+    AllValuesFieldListFilter,
+    BooleanFieldListFilter,
+    ChoicesFieldListFilter,
+    DateFieldListFilter,
+    EmptyFieldListFilter,
+    RelatedFieldListFilter,
+    SimpleListFilter,
+)
+from django.contrib.admin.utils import get_fields_from_path, unquote
+from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
+from django.db.models import (
+    Count,
+    DateField,
+    IntegerField,
+    Model,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.constants import LOOKUP_SEP
 from django.db.models.functions import Coalesce
 from django.forms import Media
 from django.http import HttpRequest, HttpResponseRedirect
@@ -20,10 +41,108 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
+from ..models import APIKey, UserGroup
+
 MEDIA = Media(
     js=["usergroups/admin/secret.js"],
     css={"all": ["usergroups/admin/usergroups.css"]},
 )
+
+# Columns holding a secret or what one is recovered from: no URL may filter on them.
+SECRET_FIELDS = frozenset(
+    [
+        UserGroup._meta.get_field("token_digest"),
+        UserGroup._meta.get_field("token_sealed"),
+        UserGroup._meta.get_field("previous_token_digest"),
+        APIKey._meta.get_field("digest"),
+    ]
+)
+# Backtracking regular expressions can tie up a worker (SQLite runs Python's ``re``).
+REFUSED_LOOKUPS = frozenset(["regex", "iregex"])
+
+
+class OfferedLookupsOnly:
+    """For every ModelAdmin of the app: the changelist filters only on what it offers.
+
+    Django applies any query parameter that no list filter consumes straight to the
+    queryset, and by default allows a lookup on any local field, so staff could probe a
+    secret column a character at a time (``?token_sealed__startswith=a``) or send a
+    regex that backtracks for minutes. Here a parameter is allowed only if one of the
+    changelist's own filters (``list_filter``, ``date_hierarchy``) reads it, and never
+    if it reaches a secret column or is a regex. A refused lookup raises Django's
+    DisallowedModelAdminLookup, answered 400. Search (``search_fields``) and ordering
+    (``list_display`` columns) are fixed by the admin's definition and name no secret.
+    """
+
+    model: Any  # the ModelAdmin's
+
+    def lookup_allowed(self, lookup: str, value: Any, request: HttpRequest) -> bool:
+        if touches_secret_or_regex(self.model, lookup):
+            return False
+        return lookup in offered_lookups(self, request)
+
+
+def touches_secret_or_regex(model: type[Model], lookup: str) -> bool:
+    """Whether ``lookup`` (``field__...__lookup``) is a regex or reaches a secret column."""
+    parts = lookup.split(LOOKUP_SEP)
+    if REFUSED_LOOKUPS.intersection(parts):
+        return True
+    opts = model._meta
+    for part in parts:
+        try:
+            field = opts.get_field(part)
+        except FieldDoesNotExist:
+            return False  # a lookup or transform: the path ends here
+        if field in SECRET_FIELDS:
+            return True
+        if not field.is_relation or field.related_model is None:
+            return False
+        opts = field.related_model._meta
+    return False
+
+
+def offered_lookups(model_admin: Any, request: HttpRequest) -> set[str]:
+    """The query parameters the changelist's filters read, as Django's filters name them.
+
+    Worked out from the filter definitions rather than by building the filters, which
+    would query the database (a related filter loads its choices) on every filtered page.
+    """
+    offered: set[str] = set()
+    if model_admin.date_hierarchy:
+        offered.update(f"{model_admin.date_hierarchy}__{part}" for part in ("year", "month", "day"))
+    for item in model_admin.get_list_filter(request):
+        offered.update(_filter_parameters(model_admin.model, item))
+    return offered
+
+
+def _filter_parameters(model: type[Model], item: Any) -> list[str]:
+    if isinstance(item, type) and issubclass(item, SimpleListFilter):
+        return [str(item.parameter_name)]
+    path, filter_class = item if isinstance(item, list | tuple) else (item, None)
+    field = get_fields_from_path(model, path)[-1]
+    if filter_class is None:
+        # What FieldListFilter.create picks for this kind of field.
+        if field.is_relation:
+            filter_class = RelatedFieldListFilter
+        elif isinstance(field, DateField):
+            filter_class = DateFieldListFilter
+        else:
+            filter_class = AllValuesFieldListFilter
+    if issubclass(filter_class, RelatedFieldListFilter):
+        target = field.target_field  # type: ignore[attr-defined]
+        return [f"{path}__{target.name}__exact", f"{path}__isnull"]
+    if issubclass(filter_class, DateFieldListFilter):
+        return [f"{path}__gte", f"{path}__lt"] + ([f"{path}__isnull"] if field.null else [])
+    if issubclass(filter_class, EmptyFieldListFilter):
+        return [f"{path}__isempty"]
+    if issubclass(
+        filter_class, BooleanFieldListFilter | ChoicesFieldListFilter | AllValuesFieldListFilter
+    ):
+        return [f"{path}__exact", f"{path}__isnull"]
+    raise ImproperlyConfigured(
+        f"{filter_class.__name__} on {path!r}: say which parameters it reads in "
+        "usergroups.admin.common._filter_parameters."
+    )
 
 
 def subquery_count(related: QuerySet, field: str) -> Coalesce:

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from ..conf import usergroups_settings
+from ..fields import compact_json
 from ..models import APIKey, SchemaMapping, UserGroup
 from ..parsers import loads_strict
 from ..validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
@@ -66,7 +67,11 @@ class PropertiesField(forms.JSONField):
             return value
         if value is None:
             return ""
-        return json.dumps(value, indent=2, ensure_ascii=False)
+        # Indented for reading, unless indenting more than doubles it (deep nesting can
+        # multiply it by 30): the page stays within a small multiple of the size limit.
+        compact = compact_json(value)
+        indented = json.dumps(value, indent=2, ensure_ascii=False)
+        return indented if len(indented) <= 2 * len(compact) else compact
 
 
 class UserGroupAdminForm(forms.ModelForm):

@@ -11,7 +11,7 @@ from django.utils.safestring import SafeString
 
 from ..models import SchemaMapping, UserGroup
 from ..services import groups
-from .common import MEDIA, secret_html, subquery_count, when
+from .common import MEDIA, OfferedLookupsOnly, secret_html, subquery_count, when
 from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from .rotation import TokenRotationMixin
 
@@ -64,7 +64,7 @@ class UserGroupChangeList(ChangeList):
 
 
 @admin.register(UserGroup)
-class UserGroupAdmin(TokenRotationMixin, GroupAdminBase):
+class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     form = UserGroupAdminForm
     inlines = [SchemaMappingInline]
     change_form_template = "usergroups/admin/usergroup/change_form.html"

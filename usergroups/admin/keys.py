@@ -15,7 +15,7 @@ from django.utils.html import format_html
 from .. import crypto
 from ..models import APIKey
 from ..services import keys
-from .common import MEDIA, secret_html, when
+from .common import MEDIA, OfferedLookupsOnly, secret_html, when
 from .forms import APIKeyAddForm, APIKeyChangeForm
 from .revocation import KeyRevocationMixin
 
@@ -49,7 +49,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(KeyRevocationMixin, KeyAdminBase):
+class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
     list_display_links = ["key_prefix", "name"]
@@ -104,9 +104,11 @@ class APIKeyAdmin(KeyRevocationMixin, KeyAdminBase):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[APIKey], search_term: str
     ) -> tuple[QuerySet[APIKey], bool]:
-        # A whole key pasted into the search box finds its row by the prefix.
-        if crypto.looks_like_api_key(search_term.strip()):
-            search_term = search_term.strip()[: crypto.KEY_LOOKUP_LENGTH]
+        # A whole key pasted into the search box finds its row by digest, as the API does:
+        # only the right key finds it, not any key that shares its prefix.
+        term = search_term.strip()
+        if crypto.looks_like_api_key(term):
+            return queryset.filter(digest=crypto.digest(term)), False
         return super().get_search_results(request, queryset, search_term)
 
     # Columns ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from ..models import APIKey, UserGroup, Workspace
-from .common import MEDIA, subquery_count, when
+from .common import MEDIA, OfferedLookupsOnly, subquery_count, when
 
 if TYPE_CHECKING:
     WorkspaceAdminBase = admin.ModelAdmin[Workspace]
@@ -19,7 +19,7 @@ else:
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(WorkspaceAdminBase):
+class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
     list_display = ["display_name", "slug", "group_count", "active_key_count", "created"]
     list_display_links = ["display_name", "slug"]
     search_fields = ["slug", "name"]

@@ -25,6 +25,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from .. import crypto, sql
 from ..conf import usergroups_settings
+from ..conflicts import retry_on_conflict
 from ..models import SchemaMapping, UserGroup
 from ..records import RECORD_FIELDS, GroupRecord
 from ..signals import group_created, group_deleted, group_updated, send_on_commit, token_rotated
@@ -57,6 +58,7 @@ def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
     )
 
 
+@retry_on_conflict
 @sensitive_variables("token")
 def create_group(
     workspace_id: int,
@@ -83,6 +85,11 @@ def create_group(
     return record
 
 
+# Tries of an insert (get-or-create) or a rename that meets a group holding its id, when
+# each time that group is gone before it can be read: the id was freed meanwhile.
+ATTEMPTS_WHEN_GONE = 5
+
+
 def get_or_create_group(
     workspace_id: int,
     provided_id: str,
@@ -94,26 +101,41 @@ def get_or_create_group(
 
     A known group is returned as stored, whatever the other arguments say. Two callers
     racing to create one id meet at the unique constraint: the loser reads the winner.
+    If the winner is gone before the loser reads it (deleted or renamed meanwhile), the
+    id is free again: the loser tries again, :data:`ATTEMPTS_WHEN_GONE` times in all.
     """
-    group = find_group(workspace_id, provided_id)
-    if group is not None:
-        return group, False
-    try:
-        return create_group(
-            workspace_id,
-            provided_id,
-            name if name is not None else provided_id,
-            mapping or {},
-            properties,
-        ), True
-    except IntegrityError as exc:
-        with _atomic():
-            winner = _read(sql.GROUP_BY_PROVIDED_ID_FOR_UPDATE, [workspace_id, provided_id])
-        if winner is None:
-            # No winner to read: the insert failed for another reason (e.g. a mapping
-            # row); report that error, not a missing group.
-            raise exc from None
-        return winner, False
+    error: IntegrityError | None = None
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        group = find_group(workspace_id, provided_id)
+        if group is not None:
+            return group, False
+        try:
+            return create_group(
+                workspace_id,
+                provided_id,
+                name if name is not None else provided_id,
+                mapping or {},
+                properties,
+            ), True
+        except IntegrityError as exc:
+            error = exc
+        winner = _read_winner(workspace_id, provided_id)
+        if winner is not None:
+            return winner, False
+        logger.info("The group that won an insert race was gone before it was read; retrying")
+    # Never a winner to read: the insert fails for another reason (e.g. a mapping row);
+    # report that error, not a missing group.
+    assert error is not None
+    raise error
+
+
+@retry_on_conflict
+def _read_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
+    """The winner of a lost insert race, read with a locking read, which sees the latest
+    committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
+    the winner is gone again (deleted, or renamed)."""
+    with _atomic():
+        return _read(sql.GROUP_BY_PROVIDED_ID_FOR_UPDATE, [workspace_id, provided_id])
 
 
 @sensitive_variables("current_token")
@@ -125,7 +147,13 @@ def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
     """
     if not crypto.looks_like_group_token(current_token):
         return None
-    old_digest = crypto.digest(current_token)
+    return _rotate_digest(workspace_id, crypto.digest(current_token))
+
+
+# Retried with the digest, not the token: the retry's frame holds its arguments, and
+# only a function marked with sensitive_variables has them hidden from error reports.
+@retry_on_conflict
+def _rotate_digest(workspace_id: int, old_digest: str) -> GroupRecord | None:
     group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
     if group is None:
         return None
@@ -191,37 +219,56 @@ _UPDATABLE = ("name", "properties", "provided_id")
 
 
 def _update(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
-    group = None
-    try:
-        with _atomic():
-            group = groups.select_for_update().first()
-            if group is None:
-                return None
-            for field in _UPDATABLE:
-                if field in changes:
-                    setattr(group, field, changes[field])
-            group.save(update_fields=[*(f for f in _UPDATABLE if f in changes), "updated_at"])
-            if "mapping" in changes:
-                _replace_mapping(group, changes["mapping"])
-            record = _read(sql.GROUP_BY_TEAM_ID, [group.team_id])
-    except IntegrityError:
-        if group is not None and _provided_id_taken(group, changes):
-            raise ProvidedIdTaken(changes["provided_id"]) from None
-        raise
-    assert record is not None  # read in the transaction that holds the row's lock
+    """A rename that meets a group holding its new id raises :class:`ProvidedIdTaken`; if
+    that group is gone by the time it is looked for, the id was freed meanwhile and the
+    update runs again (:data:`ATTEMPTS_WHEN_GONE` times in all)."""
+    error: IntegrityError | None = None
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        try:
+            record = _update_locked(groups, changes)
+            break
+        except IntegrityError as exc:
+            if "provided_id" not in changes:
+                raise  # not a rename: a bug, not bad input
+            if _provided_id_taken(groups, changes["provided_id"]):
+                raise ProvidedIdTaken(changes["provided_id"]) from None
+            error = exc
+    else:
+        assert error is not None
+        raise error  # the id was never found taken: the update fails for another reason
+    if record is None:
+        return None
     send_on_commit(group_updated, group=record)
     logger.info("Updated user group team_id=%s", record.team_id)
     return record
 
 
-def _provided_id_taken(group: UserGroup, changes: dict[str, Any]) -> bool:
-    """Whether a failed update was a rename to an id another group of the workspace has."""
-    if "provided_id" not in changes:
+@retry_on_conflict
+def _update_locked(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
+    with _atomic():
+        group = groups.select_for_update().first()
+        if group is None:
+            return None
+        for field in _UPDATABLE:
+            if field in changes:
+                setattr(group, field, changes[field])
+        group.save(update_fields=[*(f for f in _UPDATABLE if f in changes), "updated_at"])
+        if "mapping" in changes:
+            _replace_mapping(group, changes["mapping"])
+        record = _read(sql.GROUP_BY_TEAM_ID, [group.team_id])
+    assert record is not None  # read in the transaction that holds the row's lock
+    return record
+
+
+def _provided_id_taken(groups: QuerySet[UserGroup], new_id: str) -> bool:
+    """Whether another group of the workspace holds ``new_id`` now (after a failed rename
+    of the group ``groups`` names; False if that group is gone itself)."""
+    current = groups.values_list("pk", "workspace_id").first()
+    if current is None:
         return False
-    others = UserGroup.objects.filter(
-        workspace_id=group.workspace_id, provided_id=changes["provided_id"]
-    )
-    return others.exclude(pk=group.pk).exists()
+    team_id, workspace_id = current
+    others = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=new_id)
+    return others.exclude(pk=team_id).exists()
 
 
 @sensitive_variables("token")
@@ -247,6 +294,7 @@ def delete_group_by_team_id(team_id: int) -> GroupRecord | None:
     return _delete(UserGroup.objects.filter(pk=team_id))
 
 
+@retry_on_conflict  # given the digest, never the token (see _rotate_digest)
 def _delete(groups: QuerySet[UserGroup]) -> GroupRecord | None:
     with _atomic():
         team_id = groups.select_for_update().values_list("pk", flat=True).first()

@@ -34,16 +34,25 @@ def issue_key(row: APIKey) -> str:
     return key
 
 
-@sensitive_variables("key")
+@sensitive_variables("key", "key_digest")
 def find_api_key(key: str) -> APIKey | None:
-    """The key's row, or None. Costs no query unless the key has the right shape."""
+    """The key's row, or None. Costs no query unless the key has the right shape.
+
+    The row is found by the key's full digest, never by its prefix: a lookup by prefix
+    answers measurably slower when the prefix exists (a row is read, then its digest
+    compared), which tells an attacker which prefixes are real. Every well-formed key
+    costs the same single indexed query, whatever its first characters.
+    """
     if not crypto.looks_like_api_key(key):
         return None
-    using, rows = sql.API_KEY_BY_PREFIX.fetch([key[: crypto.KEY_LOOKUP_LENGTH]])
+    key_digest = crypto.digest(key)
+    using, rows = sql.API_KEY_BY_DIGEST.fetch([key_digest])
     if not rows:
         return None
     row = APIKey.from_db(using, _KEY_FIELDS, rows[0])
-    if not hmac.compare_digest(row.digest, crypto.digest(key)):
+    # The database matched the digest already; comparing again, in constant time, keeps a
+    # lenient collation (MariaDB's are case- and pad-insensitive) from accepting a near match.
+    if not hmac.compare_digest(row.digest, key_digest):
         return None
     return row
 

@@ -92,11 +92,14 @@ class Command(BaseCommand):
             }
         )
         get = f"{curl} -X GET {url} -H {auth} {json_type} -d {shlex.quote(body)}"
-        query_mapping = "mapping=" + json.dumps({"sales": "warehouse-us"})
+        # A data source the demo dashboard has, and the regions its query filters on.
+        query_mapping = "mapping=" + json.dumps({"sales": "us_warehouse"})
+        query_properties = "properties=" + json.dumps({"regions": ["US-East"]})
         query = (
             f"{curl} -G {url} -H {auth} --data-urlencode user_group_id=globex "
             f"--data-urlencode 'name=Globex' "
-            f"--data-urlencode {shlex.quote(query_mapping)}"
+            f"--data-urlencode {shlex.quote(query_mapping)} "
+            f"--data-urlencode {shlex.quote(query_properties)}"
         )
         repeat = f"{curl} -X GET {url} -H {auth} {json_type} -d " + shlex.quote(
             json.dumps({"user_group_id": "acme"})

@@ -4,6 +4,8 @@
 (``.key`` / ``.token``) since the database never has it.
 """
 
+from typing import Any
+
 import factory
 
 from usergroups import crypto
@@ -11,7 +13,7 @@ from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
 from usergroups.services import keys
 
 
-class WorkspaceFactory(factory.django.DjangoModelFactory):
+class WorkspaceFactory(factory.django.DjangoModelFactory[Workspace]):
     class Meta:
         model = Workspace
         django_get_or_create = ("slug",)
@@ -20,7 +22,7 @@ class WorkspaceFactory(factory.django.DjangoModelFactory):
     name = factory.LazyAttribute(lambda o: o.slug.title())
 
 
-class APIKeyFactory(factory.django.DjangoModelFactory):
+class APIKeyFactory(factory.django.DjangoModelFactory[APIKey]):
     class Meta:
         model = APIKey
 
@@ -28,7 +30,9 @@ class APIKeyFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"key {n}")
 
     @classmethod
-    def _create(cls, model_class, workspace, name="", **kwargs):
+    def _create(
+        cls, model_class: type[APIKey], workspace: Workspace, name: str = "", **kwargs: Any
+    ) -> APIKey:
         row = model_class(workspace=workspace, name=name, expires_at=kwargs.pop("expires_at", None))
         key = keys.issue_key(row)
         if kwargs:
@@ -38,7 +42,7 @@ class APIKeyFactory(factory.django.DjangoModelFactory):
         return row
 
 
-class UserGroupFactory(factory.django.DjangoModelFactory):
+class UserGroupFactory(factory.django.DjangoModelFactory[UserGroup]):
     class Meta:
         model = UserGroup
 
@@ -49,19 +53,21 @@ class UserGroupFactory(factory.django.DjangoModelFactory):
     token = factory.LazyFunction(crypto.new_group_token)
 
     @classmethod
-    def _build(cls, model_class, *args, token, **kwargs):
+    def _build(
+        cls, model_class: type[UserGroup], *args: Any, token: str, **kwargs: Any
+    ) -> UserGroup:
         group = model_class(*args, **kwargs)
         group.set_token(token)
         return group
 
     @classmethod
-    def _create(cls, model_class, *args, **kwargs):
+    def _create(cls, model_class: type[UserGroup], *args: Any, **kwargs: Any) -> UserGroup:
         group = cls._build(model_class, *args, **kwargs)
         group.save(force_insert=True)
         return group
 
 
-class SchemaMappingFactory(factory.django.DjangoModelFactory):
+class SchemaMappingFactory(factory.django.DjangoModelFactory[SchemaMapping]):
     class Meta:
         model = SchemaMapping
 

@@ -1,4 +1,5 @@
-"""Helpers for the tests that look for secrets where none may be (database dumps, logs).
+"""What a leaked secret looks like, for the tests that look for one where none may be
+(database dumps, logs, error reports, a server's output).
 
 A secret is an API key (``ugk_…``) or a group token (``ugt_…``). Besides the secret
 itself, a leak may show only its random part, a piece of it, or its raw bytes in hex or
@@ -39,7 +40,7 @@ def find_leaks(haystack: str | bytes, secrets: dict[str, str]) -> list[str]:
         texts = [haystack.decode("latin-1"), haystack.decode("utf-16-le", errors="ignore")]
     else:
         texts = [haystack]
-    leaks = []
+    leaks: list[str] = []
     for name, secret in secrets.items():
         for fragment in sorted(fragments(secret)):
             if any(fragment in text for text in texts):
@@ -48,4 +49,10 @@ def find_leaks(haystack: str | bytes, secrets: dict[str, str]) -> list[str]:
     return leaks
 
 
+# A whole API key or group token, wherever it stands in a text.
 SECRET_SHAPE = re.compile(r"ug[kt]_[A-Za-z0-9_-]{43}")
+
+
+def secrets_in(text: str) -> list[str]:
+    """Every API key or group token shaped string in ``text``."""
+    return SECRET_SHAPE.findall(text)

@@ -1,7 +1,8 @@
-"""A real ``example_project`` under gunicorn on loopback, for the fuzz and fault runs.
+"""A Django project under gunicorn on a free loopback port: the one server harness.
 
-Used by tests/test_fuzz.py and the scripts in .ci/ (fuzz.py, fault_test.py). The server
-runs exactly as deployed: the example project's own settings, read from the environment.
+Used by the live tests (tests/test_fuzz.py, tests/test_multiworker.py), the fault test
+(.ci/fault_test.py) and the benchmark (bench/run.py). The project runs as deployed, in
+the environment given (see :mod:`tests.support.deployment`), with sync workers.
 """
 
 import os
@@ -14,48 +15,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"  # loopback only, always
+from tests.support import HOST, ROOT
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
-        return sock.getsockname()[1]
-
-
-def server_env(database_url: str, **extra: str) -> dict[str, str]:
-    """The environment of a production-like example project on ``database_url``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "DATABASE_", "USERGROUPS_"))
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="example_project.settings",
-        DATABASE_URL=database_url,
-        DJANGO_SECRET_KEY="usergroups-live-run-secret-key-0123456789-abcdefghijklmnopqr",
-        DJANGO_DEBUG="false",
-        DJANGO_ALLOWED_HOSTS=HOST,
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-    return env
-
-
-def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
-    """``manage.py ARGS`` in a subprocess; its stdout. Raises on a non-zero exit."""
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return done.stdout
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _no_control_socket() -> list[str]:
@@ -68,11 +35,20 @@ def _no_control_socket() -> list[str]:
 
 
 class Gunicorn:
-    """``gunicorn example_project.wsgi`` with sync workers on a free loopback port."""
+    """``gunicorn APP`` with ``workers`` sync workers on a free loopback port, its output
+    appended to ``log_path``; ``extra_args`` go to gunicorn as given."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, workers: int, *extra_args: str):
+    def __init__(
+        self,
+        env: dict[str, str],
+        log_path: Path,
+        workers: int,
+        *extra_args: str,
+        app: str = "example_project.wsgi",
+    ) -> None:
         self.env, self.log_path, self.workers, self.extra_args = env, log_path, workers, extra_args
-        self.process: subprocess.Popen | None = None
+        self.app = app
+        self.process: subprocess.Popen[bytes] | None = None
         self.port = 0
 
     @property
@@ -89,7 +65,7 @@ class Gunicorn:
                         sys.executable,
                         "-m",
                         "gunicorn",
-                        "example_project.wsgi",
+                        self.app,
                         "--workers",
                         str(self.workers),
                         "--worker-class",
@@ -116,10 +92,15 @@ class Gunicorn:
             log.close()
         raise RuntimeError(f"gunicorn did not start:\n{self.log()[-3000:]}")
 
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self.process is None:
+            raise RuntimeError("gunicorn was not started")
+        return self.process
+
     def _wait_until_serving(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
+            if self._running().poll() is not None:
                 return False
             try:
                 # Any HTTP answer (401 without a key) means a worker is serving.
@@ -134,7 +115,7 @@ class Gunicorn:
 
     def worker_pids(self) -> list[int]:
         """The master's children: the processes whose parent it is, read from /proc."""
-        master, pids = self.process.pid, []
+        master, pids = self._running().pid, []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 text = stat.read_text()
@@ -166,5 +147,5 @@ class Gunicorn:
     def __enter__(self) -> "Gunicorn":
         return self.start()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()

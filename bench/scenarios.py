@@ -1,0 +1,61 @@
+"""What the benchmark measures: the implementations, the scenarios, and the results of
+their runs. Shared by the driver (bench/driving.py), the report (bench/reporting.py)
+and the chart (bench/charting.py)."""
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+IMPLS = ("usergroups", "baseline1", "baseline2")
+IMPL_LABELS = {
+    "usergroups": "usergroups",
+    "baseline1": "(1) DRF constant",
+    "baseline2": "(2) DRF obvious",
+}
+PATHS = {"usergroups": "/api/user", "baseline1": "/bench/constant", "baseline2": "/bench/obvious"}
+
+
+@dataclass
+class Scenario:
+    key: str
+    label: str
+    dataset: str
+    impl: str
+    script: str
+    connections: int | None = None  # None: --connections
+    short: bool = False  # 1-connection runs use --short-duration
+
+
+SCENARIOS = [
+    Scenario("get", "get, 1k groups", "1k", "baseline1", "get"),
+    Scenario("get", "get, 1k groups", "1k", "usergroups", "get"),
+    Scenario("get", "get, 1k groups", "1k", "baseline2", "get"),
+    Scenario("get_1m", "get, 1M groups", "1m", "usergroups", "get"),
+    Scenario("create", "create", "scratch", "usergroups", "create"),
+    Scenario("create", "create", "scratch", "baseline2", "create"),
+    Scenario("get_1c", "get, 1 connection", "1k", "usergroups", "get", 1, True),
+    Scenario("rotate", "rotation chain, 1 connection", "scratch", "usergroups", "rotate", 1, True),
+    Scenario("rotate", "rotation chain, 1 connection", "scratch", "baseline2", "rotate", 1, True),
+]
+SCENARIO_ORDER = ["get", "get_1m", "create", "get_1c", "rotate"]
+
+
+def first_scenario(key: str) -> Scenario:
+    """The first scenario measured under ``key`` (all under one key share label and
+    connections)."""
+    return next(s for s in SCENARIOS if s.key == key)
+
+
+@dataclass
+class Results:
+    # (backend, scenario key, impl) -> one wrk result per round
+    runs: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    rss: dict[str, Any] = field(default_factory=dict)  # the memory mode's findings
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, backend: str, scenario: Scenario, result: dict[str, Any]) -> None:
+        self.runs.setdefault((backend, scenario.key, scenario.impl), []).append(result)
+
+    def median(self, backend: str, key: str, impl: str, metric: str) -> float | None:
+        values = [r[metric] for r in self.runs.get((backend, key, impl), [])]
+        return statistics.median(values) if values else None

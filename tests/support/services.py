@@ -1,0 +1,79 @@
+"""Services outside Python that some tests need, and what happens when one is missing.
+
+A test says what it needs with ``@pytest.mark.needs("redis")`` (tests/conftest.py acts on
+the marker before the test's fixtures run). On a machine that lacks the service the test
+is skipped with the reason, so ``make test`` passes with only Python and make. Under
+``CI=true`` a missing service fails the test instead: ``.ci/run`` starts every service,
+so one still missing is a broken CI machine, never a reason to run fewer tests.
+
+Where each service is looked for comes from the environment, so a developer can point the
+tests at their own (or at nothing, to see the skip):
+
+- ``USERGROUPS_TEST_REDIS_URL``: default ``redis://127.0.0.1:6379/15``. Tests write only
+  keys under a prefix of their own there (``unique_key_prefix()``) and never clear the
+  database: it may be a developer's Redis, holding their data.
+- ``USERGROUPS_E2E_CHROMIUM``: the browser's path, default ``/usr/bin/chromium``.
+"""
+
+import functools
+import os
+import uuid
+from typing import NoReturn
+
+import pytest
+
+REDIS_URL = os.environ.get("USERGROUPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+CHROMIUM = os.environ.get("USERGROUPS_E2E_CHROMIUM", "/usr/bin/chromium")
+
+
+def _redis_missing() -> str | None:
+    try:
+        import redis
+    except ImportError:
+        return "the redis package is not installed (pip install -e '.[test]')"
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        return f"no Redis answers at {REDIS_URL} ({error}; USERGROUPS_TEST_REDIS_URL names another)"
+    finally:
+        client.close()
+    return None
+
+
+def _chromium_missing() -> str | None:
+    if os.access(CHROMIUM, os.X_OK):
+        return None
+    return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set USERGROUPS_E2E_CHROMIUM)"
+
+
+_PROBES = {"redis": _redis_missing, "chromium": _chromium_missing}
+
+
+@functools.cache
+def missing(service: str) -> str | None:
+    """Why ``service`` cannot be used here, or None when it can. Asked once per run."""
+    return _PROBES[service]()
+
+
+def require(service: str) -> None:
+    """Skip the running test if ``service`` is missing; under CI=true, fail it."""
+    if service not in _PROBES:
+        raise ValueError(f"unknown service {service!r}; known: {', '.join(sorted(_PROBES))}")
+    reason = missing(service)
+    if reason is not None:
+        unavailable(reason)
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A test cannot run here: skipped with ``reason``; under CI=true, failed."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(
+            f"{reason}. CI=true: .ci/run starts this service, so it must be up.", pytrace=False
+        )
+    pytest.skip(reason)
+
+
+def unique_key_prefix() -> str:
+    """A cache KEY_PREFIX no other run or program uses, so a test touches only its own keys."""
+    return f"usergroups-tests-{os.getpid()}-{uuid.uuid4().hex}"
