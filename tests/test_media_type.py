@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.conftest import API_URL
+from tests.support.api import API_URL
 
 JSON_SPELLINGS = [
     "application/json",

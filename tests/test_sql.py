@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from tests.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
+from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from usergroups import crypto, sql
 from usergroups.models import APIKey, UserGroup
 from usergroups.records import RECORD_FIELDS, GroupRecord
