@@ -15,12 +15,13 @@ comma := ,
 # by a MariaDB DATABASE_URL or, under CI=true, by the live race test's own MariaDB database.
 TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI))),$(comma)mysql)
 
-.PHONY: help demo demo-setup test lint tox docs clean
+.PHONY: help demo demo-setup test lint typecheck tox docs clean
 
 help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
 	@echo "make test   create .venv, run the suite (DATABASE_URL picks the database; default SQLite)"
 	@echo "make lint   ruff check and ruff format --check"
+	@echo "make typecheck  mypy (django-stubs, djangorestframework-stubs) over usergroups/"
 	@echo "make tox    the Python x Django matrix of tox.ini, and its lowest/newest releases"
 	@echo "            (needs python3.11-3.13; one env: make tox TOX_ARGS=\"-e lowest\")"
 	@echo "make docs   build the documentation site (docs/, mkdocs.yml) strictly into site/"
@@ -44,10 +45,12 @@ demo: demo-setup
 test: $(VENV)/.installed-$(TEST_EXTRAS)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
-lint: $(PY)
-	$(PIP) install -q ruff
+lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+typecheck: $(VENV)/.installed-typecheck
+	$(VENV)/bin/mypy
 
 tox: $(PY)
 	$(PIP) install -q tox

@@ -61,8 +61,9 @@ def main() -> None:
     app = get_wsgi_application()
     # A fresh key: the plain key is not stored, so issue one for this run.
     from usergroups.models import Workspace
+    from usergroups.services import keys
 
-    _, key = APIKey.issue(Workspace.objects.get(slug="bench"), name="micro")
+    key = keys.issue_key(APIKey(workspace=Workspace.objects.get(slug="bench"), name="micro"))
     APIKey.objects.filter(name="micro").update(last_used_at=django.utils.timezone.now())
     drf = Token.objects.get().key
     body = json.dumps(GET_BODY).encode()

@@ -26,8 +26,8 @@ def main() -> None:
 
     from bench.baseline.models import Group, Mapping
     from bench.workload import TARGET_ID, TARGET_MAPPING, TARGET_NAME, TARGET_PROPERTIES
-    from usergroups import services
     from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
+    from usergroups.services import groups, keys
 
     rows = int(sys.argv[1])
     obvious_rows = int(sys.argv[2]) if len(sys.argv) > 2 else min(rows, 1000)
@@ -35,10 +35,10 @@ def main() -> None:
 
     with transaction.atomic():
         workspace, _ = Workspace.objects.get_or_create(slug="bench")
-        _, api_key = APIKey.issue(workspace, name="bench")
+        api_key = keys.issue_key(APIKey(workspace=workspace, name="bench"))
         user, _ = get_user_model().objects.get_or_create(username="bench")
         drf_token, _ = Token.objects.get_or_create(user=user)
-    group, _ = services.get_or_create_group(
+    group, _ = groups.get_or_create_group(
         workspace.pk,
         TARGET_ID,
         name=TARGET_NAME,

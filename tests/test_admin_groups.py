@@ -65,7 +65,7 @@ def test_filters_by_workspace_and_dates(admin_client):
     old = UserGroupFactory(workspace=north, created_at=timezone.now() - timedelta(days=60))
     new = UserGroupFactory(workspace=north)
     other = UserGroupFactory(workspace=south)
-    services.rotate_group_token(new)
+    services.groups.rotate_group_token(new)
     url = admin_url("usergroup", "changelist")
 
     def listed(**params):
@@ -270,14 +270,14 @@ def test_workspace_cannot_be_changed_on_an_existing_group(admin_client, group):
 
 
 def test_saving_the_form_never_writes_back_a_token_rotated_meanwhile(admin_client, group):
-    from usergroups.forms import UserGroupAdminForm
+    from usergroups.admin.forms import UserGroupAdminForm
 
     old = group.token
     original_clean = UserGroupAdminForm.clean
     rotated = {}
 
     def clean_while_the_api_rotates(form):
-        rotated["group"] = services.rotate_token(group.workspace_id, old)
+        rotated["group"] = services.groups.rotate_token(group.workspace_id, old)
         return original_clean(form)
 
     with mock.patch.object(UserGroupAdminForm, "clean", clean_while_the_api_rotates):
@@ -332,7 +332,9 @@ def test_rotation_goes_through_a_confirmation_and_the_old_token_is_refused(
     assert UserGroup.objects.get(pk=group.pk).token == old  # GET changes nothing
 
     received = []
-    signals.token_rotated.connect(lambda sender, group, **kw: received.append(group.pk), weak=False)
+    signals.token_rotated.connect(
+        lambda sender, group, **kw: received.append(group.team_id), weak=False
+    )
     try:
         with django_capture_on_commit_callbacks(execute=True):
             response = admin_client.post(url)
@@ -384,7 +386,7 @@ def test_rotation_needs_the_change_permission(group):
 
 
 def test_rotation_of_a_token_changed_meanwhile_changes_nothing(admin_client, group):
-    with mock.patch.object(services, "rotate_group_token", return_value=None):
+    with mock.patch.object(services.groups, "rotate_group_token", return_value=None):
         response = admin_client.post(admin_url("usergroup", "rotate_token", group.pk), follow=True)
     assert "changed meanwhile; nothing was rotated" in response.content.decode()
     assert not LogEntry.objects.exists()
@@ -393,6 +395,8 @@ def test_rotation_of_a_token_changed_meanwhile_changes_nothing(admin_client, gro
 def test_rotation_of_an_unknown_group_redirects(admin_client):
     response = admin_client.get(admin_url("usergroup", "rotate_token", 987654))
     assert response.status_code == 302
+    page = admin_client.get(response.url).content.decode()
+    assert "User group with ID “987654” doesn’t exist. Perhaps it was deleted?" in page
 
 
 def test_bulk_rotation_asks_first_then_rotates_each(admin_client, workspace, api_client):

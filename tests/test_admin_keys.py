@@ -15,6 +15,7 @@ from tests.support.api import API_URL
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from usergroups import crypto
 from usergroups.models import APIKey
+from usergroups.services import keys
 
 pytestmark = pytest.mark.django_db
 
@@ -189,7 +190,7 @@ def test_revoke_button_asks_first_then_revokes_for_good(admin_client, api_key):
 
 
 def test_revoked_key_is_read_only_and_stays_revoked(admin_client, api_key):
-    api_key.revoke()
+    keys.revoke_key(api_key)
     revoked_at = APIKey.objects.get().revoked_at
     change_url = admin_url("apikey", "change", api_key.pk)
     html = admin_client.get(change_url).content.decode()
@@ -209,12 +210,12 @@ def test_revoked_key_is_read_only_and_stays_revoked(admin_client, api_key):
 def test_editing_an_active_key_never_writes_back_a_revocation(admin_client, api_key):
     change_url = admin_url("apikey", "change", api_key.pk)
     data = {"name": "Renamed", "expires_at_0": "", "expires_at_1": "", "revoked_at": ""}
-    from usergroups.forms import APIKeyChangeForm
+    from usergroups.admin.forms import APIKeyChangeForm
 
     original_clean = APIKeyChangeForm.clean
 
     def clean_while_someone_revokes(form):
-        APIKey.objects.get(pk=api_key.pk).revoke()
+        keys.revoke_key(APIKey.objects.get(pk=api_key.pk))
         return original_clean(form)
 
     APIKeyChangeForm.clean = clean_while_someone_revokes

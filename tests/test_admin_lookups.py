@@ -93,7 +93,7 @@ def rows(settings):
     evil_name = "a" * 20 + "!"  # what ^(a+)+$ backtracks on (kept short: bounded on old code)
     group = UserGroupFactory(workspace=workspace, name=evil_name)
     settings.USERGROUPS = {"ROTATION_GRACE_SECONDS": 60}
-    services.rotate_group_token(group)
+    services.groups.rotate_group_token(group)
     group.refresh_from_db()
     assert group.previous_token_digest
     SchemaMappingFactory(group=group)
@@ -166,7 +166,7 @@ def test_offered_filters_still_filter(staff):
     old = UserGroupFactory(workspace=north, created_at=timezone.now() - timedelta(days=60))
     new = UserGroupFactory(workspace=north)
     other = UserGroupFactory(workspace=south)
-    services.rotate_group_token(new)
+    services.groups.rotate_group_token(new)
     live = APIKeyFactory(workspace=north)
     gone = APIKeyFactory(workspace=north, revoked_at=timezone.now())
     APIKeyFactory(workspace=south)

@@ -155,7 +155,7 @@ def world(settings):
     mapped = UserGroupFactory(workspace=north)
     SchemaMappingFactory.create_batch(2, group=mapped)
     rotated = UserGroupFactory(workspace=north)
-    services.rotate_group_token(rotated)
+    services.groups.rotate_group_token(rotated)
     UserGroupFactory(workspace=south, properties={"nested": {"list": [1, 2.5, "x"]}})
     now = timezone.now()
     keys = [

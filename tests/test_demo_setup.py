@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from usergroups.authentication import find_api_key
 from usergroups.models import APIKey, Workspace
+from usergroups.services.keys import find_api_key, issue_key, revoke_key
 
 pytestmark = pytest.mark.django_db
 
@@ -49,11 +49,11 @@ def test_a_key_that_no_longer_works_is_replaced(tmp_path, spoil):
     if spoil == "garbage":
         key_file.write_text("not a key\n")
     elif spoil == "other_workspace":
-        _, other = APIKey.issue(Workspace.objects.create(slug="elsewhere"))
+        other = issue_key(APIKey(workspace=Workspace.objects.create(slug="elsewhere")))
         key_file.write_text(other + "\n")
     else:
         demo_setup(key_file)
-        find_api_key(key_file.read_text().strip()).revoke()
+        revoke_key(find_api_key(key_file.read_text().strip()))
     old = key_file.read_text().strip()
     output = demo_setup(key_file)
     new = key_file.read_text().strip()

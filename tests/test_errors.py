@@ -20,6 +20,7 @@ from tests.support.db_state import database_unchanged
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.models import APIKey, UserGroup
+from usergroups.services.keys import revoke_key
 
 METHODS = ["GET", "POST"]
 MiB = 1024 * 1024
@@ -320,7 +321,7 @@ def _expired(workspace, group):
 
 def _revoked(workspace, group):
     key = APIKeyFactory(workspace=workspace)
-    key.revoke()
+    revoke_key(key)
     return "Token " + key.key
 
 

@@ -117,7 +117,7 @@ def test_a_full_request_cycle_logs_no_secret(log_records):
     said = [everything_said(record) for record in log_records]
     # The capture works: the cycle was logged, SQL with parameters included...
     names = {record.name for record in log_records}
-    assert {"usergroups.services", "usergroups.authentication", "django.request"} <= names
+    assert {"usergroups.services.groups", "usergroups.authentication", "django.request"} <= names
     assert "django.db.backends" in names
     assert any("Rotated the token" in text for text in said)
     # ...a key is named by its prefix...
@@ -213,7 +213,7 @@ def report_of(call):
 @pytest.mark.django_db(transaction=True)
 def test_error_report_of_a_direct_service_call_hides_the_token(group, failing_rotation):
     # Caught one frame up, so the report starts at a frame that holds no token.
-    reporter = report_of(lambda: services.rotate_token(group.workspace_id, group.token))
+    reporter = report_of(lambda: services.groups.rotate_token(group.workspace_id, group.token))
     assert_report_hides(reporter, {"current token": group.token, "next token": failing_rotation})
 
 

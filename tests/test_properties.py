@@ -320,7 +320,7 @@ def test_properties_read_back_from_the_database_as_written(workspace, properties
     assert valid_properties(properties)
     group = UserGroupFactory(workspace=workspace, properties=properties)
     from_orm = UserGroup.objects.get(pk=group.pk).properties
-    from_api_query = services.find_group(workspace.pk, group.provided_id).properties
+    from_api_query = services.groups.find_group(workspace.pk, group.provided_id).properties
     assert compact(from_orm) == compact(properties)
     assert compact(from_api_query) == compact(properties)
 

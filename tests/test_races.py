@@ -149,7 +149,7 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
     """Deterministic: the first lookup misses (as if the winner committed just after it),
     so the insert hits the unique constraint and the retry reads the stored group."""
     SchemaMapping.objects.create(group=group, schema_id="s", data_source_id="d")
-    real_find_group = services.find_group
+    real_find_group = services.groups.find_group
     misses = []
 
     def find_group_once_missing(workspace_id, provided_id):
@@ -158,8 +158,8 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
             return None
         return real_find_group(workspace_id, provided_id)
 
-    monkeypatch.setattr(services, "find_group", find_group_once_missing)
-    found, created = services.get_or_create_group(
+    monkeypatch.setattr(services.groups, "find_group", find_group_once_missing)
+    found, created = services.groups.get_or_create_group(
         group.workspace_id, group.provided_id, name="other name", mapping={"x": "y"}
     )
 
@@ -186,7 +186,7 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
 def test_insert_race_lost_to_a_group_deleted_before_it_is_read(api_key, group, monkeypatch):
     """Deterministic: the lookup misses, the insert meets the stored group, and that group
     is deleted before the loser reads it. The id is free again: it is created, not a 500."""
-    real_find_group, real_find_locked = services.find_group, services._find_group_locked
+    real_find_group, real_find_locked = services.groups.find_group, services.groups._read_winner
     misses, deleted = [], []
 
     def find_group_once_missing(workspace_id, provided_id):
@@ -200,8 +200,8 @@ def test_insert_race_lost_to_a_group_deleted_before_it_is_read(api_key, group, m
             deleted.append(UserGroup.objects.filter(pk=group.pk).delete())
         return real_find_locked(workspace_id, provided_id)
 
-    monkeypatch.setattr(services, "find_group", find_group_once_missing)
-    monkeypatch.setattr(services, "_find_group_locked", delete_winner_first)
+    monkeypatch.setattr(services.groups, "find_group", find_group_once_missing)
+    monkeypatch.setattr(services.groups, "_read_winner", delete_winner_first)
     status, body = status_and_body(
         get_or_create(client_for(api_key.key), {"user_group_id": group.provided_id})
     )
@@ -219,7 +219,7 @@ def test_rename_onto_an_id_freed_meanwhile_is_retried(api_key, monkeypatch):
     conflict is looked into: the id is free, so the rename is run again and succeeds."""
     renamed = UserGroupFactory(workspace=api_key.workspace, provided_id="from")
     holder = UserGroupFactory(workspace=api_key.workspace, provided_id="to")
-    real_update, calls = services._update_group, []
+    real_update, calls = services.groups._update_locked, []
 
     def update_then_free_the_id(*args):
         calls.append(args)
@@ -229,8 +229,8 @@ def test_rename_onto_an_id_freed_meanwhile_is_retried(api_key, monkeypatch):
             if len(calls) == 1:
                 UserGroup.objects.filter(pk=holder.pk).delete()
 
-    monkeypatch.setattr(services, "_update_group", update_then_free_the_id)
-    group = services.update_group(renamed.workspace_id, "from", {"provided_id": "to"})
+    monkeypatch.setattr(services.groups, "_update_locked", update_then_free_the_id)
+    group = services.groups.update_group(renamed.workspace_id, "from", {"provided_id": "to"})
 
     assert len(calls) == 2
     assert (group.team_id, group.provided_id) == (renamed.team_id, "to")
@@ -240,8 +240,8 @@ def test_rename_onto_an_id_freed_meanwhile_is_retried(api_key, monkeypatch):
 def test_rename_onto_a_taken_id_is_refused_not_retried(api_key):
     UserGroupFactory(workspace=api_key.workspace, provided_id="from")
     UserGroupFactory(workspace=api_key.workspace, provided_id="to")
-    with pytest.raises(services.ProvidedIdTaken):
-        services.update_group(api_key.workspace_id, "from", {"provided_id": "to"})
+    with pytest.raises(services.groups.ProvidedIdTaken):
+        services.groups.update_group(api_key.workspace_id, "from", {"provided_id": "to"})
     assert UserGroup.objects.filter(provided_id="from").exists()
 
 
@@ -262,7 +262,9 @@ def test_update_that_loses_a_deadlock_is_run_again(api_key, caplog):
 
     def rename():
         try:
-            result["group"] = services.update_group(a.workspace_id, "a", {"provided_id": "b"})
+            result["group"] = services.groups.update_group(
+                a.workspace_id, "a", {"provided_id": "b"}
+            )
         except BaseException as exc:
             result["error"] = exc
         finally:

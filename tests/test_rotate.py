@@ -11,7 +11,7 @@ from tests.support.api import API_URL, get_or_create, rotate
 from tests.support.db_state import database_unchanged
 from tests.support.factories import UserGroupFactory
 from usergroups import crypto, signals
-from usergroups.embed import resolve_group_token
+from usergroups.group_token_auth import resolve_group_token
 from usergroups.models import UserGroup
 
 TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
@@ -116,7 +116,7 @@ def test_another_workspaces_token_is_answered_like_an_unknown_one(other_api_clie
     }
     assert foreign["error"]["message"]
     # And the group's own token still works for its workspace.
-    assert resolve_group_token(group.token) == group
+    assert resolve_group_token(group.token).team_id == group.pk
 
 
 def test_not_found_headers_do_not_differ_either(other_api_client, group):
@@ -175,8 +175,8 @@ def test_grace_keeps_the_old_token_resolvable_but_not_rotatable(api_client, grou
     assert stored.previous_token_digest == crypto.digest(group.token)
     assert start + timedelta(seconds=300) <= stored.previous_token_valid_until
     assert stored.previous_token_valid_until <= timezone.now() + timedelta(seconds=300)
-    assert resolve_group_token(group.token) == stored
-    assert resolve_group_token(new_token) == stored
+    assert resolve_group_token(group.token).team_id == stored.pk
+    assert resolve_group_token(new_token).team_id == stored.pk
     with database_unchanged():
         not_found(rotate(api_client, {"current_token": group.token}))
     # get-or-create shows only the new token.
@@ -204,7 +204,7 @@ def received():
     for name in ("group_created", "group_updated", "token_rotated", "group_deleted"):
 
         def receiver(sender, group, name=name, **kwargs):
-            calls.append((name, group.pk))
+            calls.append((name, group.team_id))
 
         receivers[name] = receiver
         getattr(signals, name).connect(receiver)

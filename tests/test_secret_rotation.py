@@ -16,7 +16,7 @@ from django.test import override_settings
 
 from tests.support.api import get_or_create, rotate, status_and_body
 from usergroups import crypto
-from usergroups.embed import resolve_group_token
+from usergroups.group_token_auth import resolve_group_token
 from usergroups.models import UserGroup
 
 OLD_KEY = "usergroups-old-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -170,10 +170,10 @@ def test_lookups_by_digest_never_depend_on_the_secret(group, scheme):
     token = group.token  # sealed under the test settings' SECRET_KEY
     with secret(new):
         assert UserGroup.objects.get(pk=group.pk).token is None
-        assert resolve_group_token(token).pk == group.pk
+        assert resolve_group_token(token).team_id == group.pk
         assert UserGroup.objects.filter(token_digest=crypto.digest(token)).get().pk == group.pk
     with secret(old):
-        assert resolve_group_token(token).pk == group.pk
+        assert resolve_group_token(token).team_id == group.pk
 
 
 @pytest.mark.django_db

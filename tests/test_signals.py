@@ -24,7 +24,7 @@ def received():
 
         def receiver(sender, group, name=name, team_id=None, **kwargs):
             assert "token" not in kwargs  # no signal carries a token
-            events.append((name, team_id or group.pk))
+            events.append((name, team_id or group.team_id))
 
         receivers[name] = receiver
         signal.connect(receiver)
@@ -71,7 +71,7 @@ def test_admin_change_rotation_and_delete(
 
 def test_code_paths_send_the_same(group, received, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        services.rotate_group_token(group)
-        services.update_group(group.workspace_id, group.provided_id, {"name": "x"})
-        services.delete_group(group.workspace_id, provided_id=group.provided_id)
+        services.groups.rotate_group_token(group)
+        services.groups.update_group(group.workspace_id, group.provided_id, {"name": "x"})
+        services.groups.delete_group(group.workspace_id, provided_id=group.provided_id)
     assert received == [("rotated", group.pk), ("updated", group.pk), ("deleted", group.pk)]

@@ -1,6 +1,8 @@
 """The extensions of the interface: PUT updates, DELETE deletes, GET /api/user/list lists."""
 
 import pytest
+from django.db import IntegrityError
+from django.db.models.query import QuerySet
 
 from tests.support.api import get_or_create, send
 from tests.support.factories import (
@@ -9,7 +11,7 @@ from tests.support.factories import (
     UserGroupFactory,
     WorkspaceFactory,
 )
-from usergroups.embed import resolve_group_token
+from usergroups.group_token_auth import resolve_group_token
 from usergroups.models import SchemaMapping, UserGroup
 from usergroups.signals import group_deleted, group_updated
 
@@ -58,6 +60,29 @@ class TestUpdate:
         assert (
             get_or_create(api_client, {"user_group_id": "new-id"}).json()["new_user_group"] is False
         )
+
+    def test_another_integrity_error_is_not_reported_as_a_taken_id(
+        self, api_client, mapped_group, monkeypatch
+    ):
+        """Only a rename onto an id the workspace has is 400: a constraint failing for
+        another reason (here a mapping row) is the error it is, and changes nothing."""
+
+        def failing_bulk_create(queryset, objs, *args, **kwargs):
+            if queryset.model is SchemaMapping:
+                raise IntegrityError("simulated mapping constraint")
+            return original(queryset, objs, *args, **kwargs)
+
+        original = QuerySet.bulk_create
+        monkeypatch.setattr(QuerySet, "bulk_create", failing_bulk_create)
+        before = list(UserGroup.objects.values()), list(SchemaMapping.objects.values())
+        body = {
+            "user_group_id": mapped_group.provided_id,
+            "new_user_group_id": "a-free-id",
+            "mapping": {"orders": "db-2"},
+        }
+        with pytest.raises(IntegrityError, match="simulated"):
+            send(api_client, "PUT", body)
+        assert (list(UserGroup.objects.values()), list(SchemaMapping.objects.values())) == before
 
     def test_rename_onto_an_existing_id_is_invalid(self, api_client, workspace, group):
         other = UserGroupFactory(workspace=workspace)
@@ -109,7 +134,7 @@ class TestUpdate:
     ):
         received = []
         group_updated.connect(
-            lambda sender, group, **kw: received.append(group.pk), weak=False, dispatch_uid="t"
+            lambda sender, group, **kw: received.append(group.team_id), weak=False, dispatch_uid="t"
         )
         try:
             with django_capture_on_commit_callbacks(execute=True):

@@ -10,9 +10,6 @@ class UserGroupsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
-        from .signals import connect
-
-        connect(self.get_model("UserGroup"))
 
         if importlib.util.find_spec("drf_spectacular") is not None:
-            from . import schema  # noqa: F401  (registers the OpenAPI extensions)
+            from . import openapi  # noqa: F401  (registers the OpenAPI extensions)

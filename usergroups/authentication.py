@@ -1,78 +1,85 @@
-"""``Authorization: Token <API key>``: the credential of a workspace."""
+"""``Authorization: <keyword> <credential>`` authentication, in the style of DRF's
+TokenAuthentication: the API key of a workspace here, the group token of a dashboard
+in :mod:`usergroups.group_token_auth`.
 
-import hmac
+A host adapts a class by subclassing it, as with DRF's: ``keyword`` is the scheme word,
+``lookup`` finds what a credential stands for (None when nothing), and
+``authenticate_credentials`` decides what a found one gives.
+"""
+
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
 from django.views.decorators.debug import sensitive_variables
-from rest_framework.authentication import BaseAuthentication
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
-from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 
-from . import crypto
 from .conf import usergroups_settings
 from .models import APIKey
-from .prepared import PreparedSQL
+from .services import keys
 
 logger = logging.getLogger(__name__)
 
-KEYWORD = "Token"
 
+class AuthorizationHeaderAuthentication(BaseAuthentication):
+    """Reads ``Authorization: <keyword> <credential>`` (the keyword in any case).
 
-@sensitive_variables("key", "key_digest")
-def find_api_key(key: str) -> APIKey | None:
-    """The key's row, or None. Costs no query unless the key has the right shape.
-
-    The row is found by the key's full digest, never by its prefix: a lookup by prefix
-    answers measurably slower when the prefix exists (a row is read, then its digest
-    compared), which tells an attacker which prefixes are real. Every well-formed key
-    now costs the same single indexed query, whatever its first characters.
+    No header: None, so DRF answers 401 ``not_authenticated``. A header of another
+    scheme, or not of two parts: None, left to the next authentication class, unless
+    ``refuse_other_schemes``, then 401. Otherwise ``authenticate_credentials`` decides.
     """
-    if not crypto.looks_like_api_key(key):
-        return None
-    key_digest = crypto.digest(key)
-    using, rows = _FIND_KEY.fetch([key_digest])
-    if not rows:
-        return None
-    row = APIKey.from_db(using, _KEY_FIELDS, rows[0])
-    # The database matched the digest already; comparing again, in constant time, keeps a
-    # lenient collation (MariaDB's are case- and pad-insensitive) from accepting a near match.
-    if not hmac.compare_digest(row.digest, key_digest):
-        return None
-    return row
+
+    keyword = ""
+    refuse_other_schemes = False
+
+    @sensitive_variables("parts", "credential")
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        if "HTTP_AUTHORIZATION" not in request.META:
+            return None
+        try:
+            parts = get_authorization_header(request).split()
+        except UnicodeError:  # a test client's str beyond Latin-1; WSGI never sends one
+            parts = []
+        if len(parts) != 2 or parts[0].lower() != self.keyword.lower().encode():
+            if self.refuse_other_schemes:
+                raise AuthenticationFailed(self.header_error())
+            return None
+        try:
+            credential = parts[1].decode("ascii")
+        except UnicodeDecodeError:
+            credential = ""  # no key or token holds such a byte: the lookup refuses it
+        return self.authenticate_credentials(credential)
+
+    def header_error(self) -> str:
+        return f"Use the header 'Authorization: {self.keyword} <credential>'."
+
+    def authenticate_credentials(self, credential: str) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
 
 
-# The whole row, as ``APIKey.objects.get(digest=...)`` would load it, without paying for
-# the ORM's query compilation on every request (see prepared.PreparedSQL).
-_KEY_FIELDS = [field.attname for field in APIKey._meta.concrete_fields]
-
-
-def _find_key_sql(quote_name) -> tuple[str, list]:
-    fields = list(APIKey._meta.concrete_fields)
-    columns = ", ".join(quote_name(field.column) for field in fields)
-    digest = quote_name(APIKey._meta.get_field("digest").column)
-    return f"SELECT {columns} FROM {quote_name(APIKey._meta.db_table)} WHERE {digest} = %s", fields
-
-
-_FIND_KEY = PreparedSQL(APIKey, _find_key_sql)
-
-
-class APIKeyAuthentication(BaseAuthentication):
+class APIKeyAuthentication(AuthorizationHeaderAuthentication):
     """Authenticates a workspace's API key; ``request.auth`` is the :class:`APIKey`.
 
     Unlike DRF's TokenAuthentication, a header with another scheme is refused (401)
     rather than passed over, and keys are looked up by their digest; they are never stored.
     """
 
-    @sensitive_variables("header", "parts")
-    def authenticate(self, request):
-        header = request.META.get("HTTP_AUTHORIZATION")
-        if header is None:
-            return None
-        parts = header.split()
-        if len(parts) != 2 or parts[0].lower() != KEYWORD.lower():
-            raise AuthenticationFailed("Use the header 'Authorization: Token <API key>'.")
-        api_key = find_api_key(parts[1])
+    keyword = "Token"
+    refuse_other_schemes = True
+    lookup: Callable[[str], APIKey | None] = staticmethod(keys.find_api_key)
+
+    def header_error(self) -> str:
+        return f"Use the header 'Authorization: {self.keyword} <API key>'."
+
+    @sensitive_variables("credential")
+    def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, APIKey]:
+        api_key = self.lookup(credential)
         if api_key is None:
             raise AuthenticationFailed("Invalid API key.")
         if api_key.is_revoked:
@@ -81,15 +88,5 @@ class APIKeyAuthentication(BaseAuthentication):
         if api_key.is_expired:
             logger.info("Refused expired API key %s", api_key.prefix)
             raise AuthenticationFailed("This API key has expired.")
-        api_key.touch(usergroups_settings.KEY_LAST_USED_INTERVAL_SECONDS)
+        keys.record_use(api_key, usergroups_settings.KEY_LAST_USED_INTERVAL_SECONDS)
         return AnonymousUser(), api_key
-
-    def authenticate_header(self, request) -> str:
-        return KEYWORD
-
-
-class HasAPIKey(BasePermission):
-    """Lets a request in only when :class:`APIKeyAuthentication` accepted its key."""
-
-    def has_permission(self, request, view) -> bool:
-        return isinstance(request.auth, APIKey)

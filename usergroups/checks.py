@@ -1,10 +1,12 @@
 """System checks: misconfigurations caught at startup, with stable IDs and a hint each."""
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import django
 from django.conf import settings
-from django.core.checks import Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
 from .conf import DEFAULTS
@@ -36,7 +38,7 @@ _PER_PROCESS_CACHES = (
 
 
 @register(Tags.compatibility)
-def check_installed_apps(app_configs, **kwargs):
+def check_installed_apps(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     if "rest_framework" in settings.INSTALLED_APPS:
         return []
     return [
@@ -54,7 +56,7 @@ def _major_minor(version: str) -> tuple[int, int] | None:
 
 
 @register(Tags.compatibility)
-def check_rest_framework_version(app_configs=None, **kwargs):
+def check_rest_framework_version(app_configs: Any = None, **kwargs: Any) -> Sequence[CheckMessage]:
     """DRF older than the installed Django supports: pip allows it (``--no-deps``, a pin
     elsewhere, an upgrade of Django alone) and the failure it causes names neither."""
     try:
@@ -81,7 +83,7 @@ def check_rest_framework_version(app_configs=None, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_usergroups_setting(app_configs, **kwargs):
+def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     options = getattr(settings, "USERGROUPS", {})
     if not isinstance(options, dict):
         return [
@@ -113,7 +115,7 @@ def check_usergroups_setting(app_configs, **kwargs):
 
 
 @register(Tags.security)
-def check_token_secret(app_configs, **kwargs):
+def check_token_secret(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     try:
         secret = token_secrets()[0]
     except ImproperlyConfigured:  # an empty SECRET_KEY
@@ -131,7 +133,7 @@ def check_token_secret(app_configs, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_throttling(app_configs, **kwargs):
+def check_throttling(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     options = getattr(settings, "USERGROUPS", {})
     rate = options.get("THROTTLE_RATE") if isinstance(options, dict) else None
     if not rate:
@@ -171,7 +173,7 @@ def check_throttling(app_configs, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_sqlite_concurrency(app_configs, **kwargs):
+def check_sqlite_concurrency(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     # With DEBUG on, the site is a developer's: one runserver process, where the default
     # SQLite settings are fine. A fresh startproject site is that, and must start quiet.
     if settings.DEBUG:

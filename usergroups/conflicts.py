@@ -13,6 +13,8 @@ import functools
 import logging
 import random
 import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from django.db import OperationalError, router, transaction
 
@@ -21,6 +23,9 @@ from .models import UserGroup
 logger = logging.getLogger(__name__)
 
 ATTEMPTS = 5
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # PostgreSQL SQLSTATEs: serialization_failure, deadlock_detected.
 _POSTGRES_CONFLICTS = {"40001", "40P01"}
@@ -38,13 +43,13 @@ def is_conflict(exc: OperationalError) -> bool:
     return bool(exc.args) and exc.args[0] in _MYSQL_CONFLICTS
 
 
-def retry_on_conflict(function):
+def retry_on_conflict(function: Callable[P, R]) -> Callable[P, R]:
     """Run ``function`` again when it loses a conflict, at most :data:`ATTEMPTS` times in
     all; the last failure propagates (answered 503). Not inside an enclosing transaction:
     InnoDB rolls the whole of it back, so only its owner can run it again."""
 
     @functools.wraps(function)
-    def run(*args, **kwargs):
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 return function(*args, **kwargs)
@@ -59,5 +64,6 @@ def retry_on_conflict(function):
                 )
             # A random pause, growing, so the same transactions do not meet again at once.
             time.sleep(random.uniform(0, 0.005 * 2**attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     return run

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from typing import TypeGuard
 
 from django.conf import settings
 from django.utils.crypto import salted_hmac
@@ -47,12 +48,12 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("ascii")).hexdigest()
 
 
-def looks_like_api_key(value: object) -> bool:
+def looks_like_api_key(value: object) -> TypeGuard[str]:
     """Cheap shape check, so malformed keys never reach the database."""
     return isinstance(value, str) and _KEY_SHAPE.fullmatch(value) is not None
 
 
-def looks_like_group_token(value: object) -> bool:
+def looks_like_group_token(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _TOKEN_SHAPE.fullmatch(value) is not None
 
 

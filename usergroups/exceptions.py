@@ -92,8 +92,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     else:
         error["message"] = " ".join(_messages(api_exc.detail))
     headers = {}
-    if getattr(api_exc, "auth_header", None):
-        headers["WWW-Authenticate"] = api_exc.auth_header
-    if getattr(api_exc, "wait", None):
-        headers["Retry-After"] = str(int(api_exc.wait) or 1)
+    auth_header = getattr(api_exc, "auth_header", None)  # set by DRF on 401s
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(api_exc, "wait", None)  # set by DRF on 429s
+    if wait:
+        headers["Retry-After"] = str(int(wait) or 1)
     return Response({"success": 0, "error": error}, status=api_exc.status_code, headers=headers)

@@ -64,6 +64,9 @@ class JSONTextField(models.TextField):
     """
 
     description = "JSON stored as compact text"
+    # What django-stubs reads as the field's Python types: any JSON value, not text.
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         return None if value is None else json.loads(value)

@@ -1,6 +1,9 @@
-"""Workspaces own API keys and user groups; user groups own schema mappings."""
+"""Workspaces own API keys and user groups; user groups own schema mappings.
 
-from datetime import timedelta
+Rows are written by :mod:`usergroups.services` (keys and groups), never here.
+"""
+
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -33,7 +36,10 @@ class APIKeyQuerySet(models.QuerySet["APIKey"]):
 
 
 class APIKey(models.Model):
-    """A credential of a workspace. Only its digest is stored; the prefix names it."""
+    """A credential of a workspace. Only its digest is stored; the prefix names it.
+
+    Issued, looked up and revoked by :mod:`usergroups.services.keys`.
+    """
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=255, blank=True)
@@ -54,19 +60,6 @@ class APIKey(models.Model):
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})" if self.name else f"{self.prefix}…"
 
-    @classmethod
-    def issue(cls, workspace: Workspace, name: str = "", expires_at=None) -> tuple["APIKey", str]:
-        """Create a key; returns the row and the key itself, which is never stored."""
-        key = crypto.new_api_key()
-        row = cls.objects.create(
-            workspace=workspace,
-            name=name,
-            prefix=key[: crypto.KEY_LOOKUP_LENGTH],
-            digest=crypto.digest(key),
-            expires_at=expires_at,
-        )
-        return row, key
-
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
@@ -74,23 +67,6 @@ class APIKey(models.Model):
     @property
     def is_expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= timezone.now()
-
-    def revoke(self) -> None:
-        """Revoke for good; revoking twice keeps the first time."""
-        if self.revoked_at is None:
-            self.revoked_at = timezone.now()
-            APIKey.objects.filter(pk=self.pk, revoked_at__isnull=True).update(
-                revoked_at=self.revoked_at
-            )
-
-    def touch(self, interval_seconds: int) -> None:
-        """Record use, at most once per ``interval_seconds``, so reads stay write-free."""
-        now = timezone.now()
-        if self.last_used_at is None or now - self.last_used_at >= timedelta(
-            seconds=interval_seconds
-        ):
-            self.last_used_at = now
-            APIKey.objects.filter(pk=self.pk).update(last_used_at=now)
 
 
 class UserGroup(models.Model):
@@ -135,7 +111,7 @@ class UserGroup(models.Model):
         """The current token, unsealed with the server secret; None if no secret opens it."""
         return crypto.unseal_token(self.token_sealed, self.token_digest)
 
-    def refresh_from_db(self, *args, **kwargs) -> None:
+    def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
         # ``token`` is cached from the seal: after a reload (e.g. a rotation elsewhere)
         # it must be unsealed again, not show a token that no longer works.
         self.__dict__.pop("token", None)

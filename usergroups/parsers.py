@@ -1,7 +1,8 @@
 """Strict JSON: RFC 8259 only, bounded in size and depth, an object at the top."""
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import IO, Any
 
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
@@ -46,7 +47,12 @@ class JSONObjectParser(BaseParser):
 
     media_type = "application/json"
 
-    def parse(self, stream, media_type=None, parser_context=None) -> dict[str, Any]:
+    def parse(
+        self,
+        stream: IO[bytes],
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         limit = usergroups_settings.MAX_BODY_BYTES
         request = (parser_context or {}).get("request")
         try:

@@ -17,7 +17,7 @@ from rest_framework.exceptions import ValidationError
 NOT_UTF8 = "Must be percent-encoded UTF-8."
 
 
-def query_params(request: HttpRequest) -> MultiValueDict:
+def query_params(request: HttpRequest) -> MultiValueDict[str, str]:
     """The request's query parameters as ``request.GET`` has them (``+`` is a space, a
     name without ``=`` has an empty value, ``getlist`` gives repeats), but refused with
     400 ``invalid`` naming each field whose name or value is not UTF-8."""

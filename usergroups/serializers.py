@@ -1,4 +1,7 @@
-"""Request validation and response shapes of ``/api/user``."""
+"""Request validation and response shapes of ``/api/user``.
+
+Response serializers read a :class:`~usergroups.records.GroupRecord`, and nothing else.
+"""
 
 from typing import Any
 
@@ -7,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from .exceptions import TokenUnavailable
+from .records import GroupRecord
 from .validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
@@ -61,7 +65,7 @@ def _valid_get_or_create(data: Any) -> dict[str, Any] | None:
     if type(data) is not dict:
         return None
     try:
-        valid = {"user_group_id": check_text(data["user_group_id"])}
+        valid: dict[str, Any] = {"user_group_id": check_text(data["user_group_id"])}
         if "name" in data:
             name = data["name"]
             valid["name"] = None if name is None else check_text(name, allow_empty=True)
@@ -101,11 +105,11 @@ class TokenField(serializers.Field):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
 
-    def to_representation(self, group: Any) -> str:
+    def to_representation(self, group: GroupRecord) -> str:
         return shown_token(group)
 
 
-def shown_token(group: Any) -> str:
+def shown_token(group: GroupRecord) -> str:
     """The group's current token, or 503 when no configured secret opens it."""
     token = group.token
     if token is None:
@@ -131,7 +135,7 @@ class RotatedGroupSerializer(serializers.Serializer):
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
 
-    def to_representation(self, group: Any) -> dict[str, Any]:
+    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
         # What the declared fields give (tests/test_hot_path.py holds the two equal),
         # without DRF's per-instance deep copy of every field: this is the hot path.
         team_id = group.team_id
@@ -149,16 +153,10 @@ class UserGroupSerializer(RotatedGroupSerializer):
     properties = serializers.JSONField(read_only=True, allow_null=True)
     mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
 
-    def to_representation(self, group: Any) -> dict[str, Any]:
+    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
         data = super().to_representation(group)
         data["properties"] = group.properties
-        try:
-            mapping = group.mapping
-        except AttributeError:
-            return data  # DRF skips a read-only field whose attribute is missing
-        data["mapping"] = (
-            None if mapping is None else {str(key): _text(value) for key, value in mapping.items()}
-        )
+        data["mapping"] = {str(key): _text(value) for key, value in group.mapping.items()}
         return data
 
 
@@ -208,9 +206,6 @@ class ListedGroupSerializer(serializers.Serializer):
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
     properties = serializers.JSONField(read_only=True, allow_null=True)
-    mapping = serializers.SerializerMethodField()
+    mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
-
-    def get_mapping(self, group) -> dict[str, str]:
-        return {m.schema_id: m.data_source_id for m in group.mappings.all()}

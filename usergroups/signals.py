@@ -1,37 +1,33 @@
 """Signals about user groups, sent after the transaction that made the change commits.
 
-Every receiver gets ``group`` (a :class:`UserGroup`). Saves and deletes are relayed from
-Django's model signals, so the API, the admin and any host code send them alike;
-rotation, which updates in place, sends ``token_rotated`` itself. No signal carries a
-token.
+:mod:`usergroups.services.groups` sends them, and every door that changes a group (the
+API, the admin, the management commands, host code calling the services) goes through
+it, so each change is announced once, the same way. Writes that bypass the services
+(``UserGroup.objects.update()``, a model's ``save()``) send nothing.
+
+Every receiver gets ``sender`` (the ``UserGroup`` model) and ``group``, a
+:class:`~usergroups.records.GroupRecord`: the group after the change (before it, for
+``group_deleted``), whole, so reading any of it costs no query. No signal carries a
+token as an argument; ``group.token`` unseals the current one for a receiver that needs
+it.
 """
 
 from functools import partial
+from typing import Any
 
-from django.db import transaction
-from django.db.models.signals import post_delete, post_save
+from django.db import router, transaction
 from django.dispatch import Signal
+
+from .models import UserGroup
 
 group_created = Signal()
 group_updated = Signal()
 token_rotated = Signal()
-#: Also carries ``team_id``: the instance's own primary key is cleared by the delete.
+#: Also carries ``team_id`` (the same as ``group.team_id``).
 group_deleted = Signal()
 
 
-def send_on_commit(signal: Signal, sender, **kwargs) -> None:
-    transaction.on_commit(partial(signal.send, sender=sender, **kwargs))
-
-
-def relay_saved(sender, instance, created, raw=False, **kwargs) -> None:
-    if not raw:  # fixtures loading is not an event
-        send_on_commit(group_created if created else group_updated, sender, group=instance)
-
-
-def relay_deleted(sender, instance, **kwargs) -> None:
-    send_on_commit(group_deleted, sender, group=instance, team_id=instance.pk)
-
-
-def connect(model) -> None:
-    post_save.connect(relay_saved, sender=model, dispatch_uid="usergroups.relay_saved")
-    post_delete.connect(relay_deleted, sender=model, dispatch_uid="usergroups.relay_deleted")
+def send_on_commit(signal: Signal, **kwargs: Any) -> None:
+    """Send ``signal`` from ``UserGroup`` once the current transaction commits."""
+    using = router.db_for_write(UserGroup)
+    transaction.on_commit(partial(signal.send, sender=UserGroup, **kwargs), using=using)

@@ -6,7 +6,9 @@ cache must be shared (Redis, Memcached, the database cache), named by
 """
 
 from django.core.cache import caches
+from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.views import APIView
 
 from .conf import usergroups_settings
 from .models import APIKey
@@ -21,7 +23,7 @@ class APIKeyRateThrottle(SimpleRateThrottle):
         self.num_requests, self.duration = self.parse_rate(self.rate)
         self.cache = caches[usergroups_settings.THROTTLE_CACHE]
 
-    def get_cache_key(self, request, view) -> str | None:
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
         if not isinstance(request.auth, APIKey):
             return None
         return self.cache_format % {"scope": self.scope, "ident": request.auth.pk}

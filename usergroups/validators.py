@@ -4,6 +4,7 @@ They raise Django's ``ValidationError``, which DRF serializers and Django forms 
 turn into field errors.
 """
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -77,7 +78,7 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
-def _strings_in(value: Any):
+def _strings_in(value: Any) -> Iterator[str]:
     stack = [value]
     while stack:
         node = stack.pop()

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .models import UserGroup
+from .records import GroupRecord
 from .sqlscan import misplaced_placeholder
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -26,18 +26,14 @@ class VariableError(ValueError):
     """A query names a variable the group lacks, or a value SQL cannot take."""
 
 
-def group_variables(group: UserGroup) -> dict[str, Any]:
+def group_variables(group: GroupRecord) -> dict[str, Any]:
     """The group's properties, as the variables its dashboards and SQL may use."""
     return dict(group.properties or {})
 
 
-def data_source_for(group: UserGroup, schema_id: str) -> str | None:
+def data_source_for(group: GroupRecord, schema_id: str) -> str | None:
     """The data source the group reads for ``schema_id``, from its mapping."""
-    mapping = getattr(group, "mapping", None)  # already loaded by get-or-create
-    if mapping is not None:
-        return mapping.get(schema_id)
-    rows = group.mappings.filter(schema_id=schema_id).values_list("data_source_id", flat=True)
-    return rows.first()
+    return group.mapping.get(schema_id)
 
 
 def _parameter(name: str, value: Any) -> Scalar:

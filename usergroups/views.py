@@ -1,21 +1,26 @@
 """``/api/user``: GET gets or creates a user group, POST rotates its token."""
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from rest_framework.exceptions import NotFound, ValidationError
+from django.http import HttpRequest
+from django.utils.http import parse_header_parameters
+from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import JSONRenderer
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.utils.mediatypes import _MediaType
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from . import services
-from .authentication import APIKeyAuthentication, HasAPIKey
+from .authentication import APIKeyAuthentication
 from .chunked import ChunkedBodyRequest
 from .conf import usergroups_settings
 from .exceptions import exception_handler
+from .models import APIKey
 from .parsers import JSONObjectParser, loads_strict
+from .permissions import HasAPIKey
 from .querystring import query_params
 from .serializers import (
     DeletedGroupSerializer,
@@ -28,6 +33,7 @@ from .serializers import (
     UpdateRequestSerializer,
     UserGroupSerializer,
 )
+from .services import groups
 from .throttling import APIKeyRateThrottle
 
 QUERY_FIELDS = ("user_group_id", "name")
@@ -37,19 +43,30 @@ QUERY_JSON_FIELDS = ("mapping", "properties")
 class AlwaysJSON(DefaultContentNegotiation):
     """The API answers JSON whatever ``Accept`` says, instead of 406."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
-    def select_parser(self, request, parsers):
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
         """Only a body declared as JSON is read as JSON (else 415): DRF's matching
         would also take a wildcard such as ``*/*`` or ``application/*`` for it."""
         parser = super().select_parser(request, parsers)
-        if parser is None or _MediaType(request.content_type).full_type != parser.media_type:
+        if parser is None or media_type(request.content_type) != parser.media_type:
             return None
         return parser
 
 
-def get_or_create_input(request: Request) -> dict[str, Any]:
+def media_type(content_type: str) -> str:
+    """The ``type/subtype`` of a Content-Type header, lowercased; "" if unreadable."""
+    try:
+        return parse_header_parameters(content_type)[0]
+    except ValueError:  # Django refuses a header over its length limit
+        return ""
+
+
+def get_or_create_input(request: Request) -> Any:
     """The body, or the query string for clients that cannot send a body with GET."""
     if request.data:
         return request.data
@@ -61,7 +78,8 @@ def get_or_create_input(request: Request) -> dict[str, Any]:
     for name in QUERY_JSON_FIELDS:
         if name in params:
             try:
-                data[name] = loads_strict(params[name], usergroups_settings.MAX_PROPERTIES_DEPTH)
+                text = params.get(name, "")
+                data[name] = loads_strict(text, usergroups_settings.MAX_PROPERTIES_DEPTH)
             except ValueError as exc:
                 errors[name] = [f"Must be JSON text: {exc}"]
     if errors:
@@ -79,7 +97,7 @@ class WorkspaceAPIView(APIView):
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
 
-    def initialize_request(self, request, *args, **kwargs) -> ChunkedBodyRequest:
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         # As APIView.initialize_request, with a request that reads chunked bodies.
         return ChunkedBodyRequest(
             request,
@@ -89,11 +107,19 @@ class WorkspaceAPIView(APIView):
             parser_context=self.get_parser_context(request),
         )
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
 
-    def get_throttles(self):
+    def get_throttles(self) -> list[BaseThrottle]:
         return [APIKeyRateThrottle()] if usergroups_settings.THROTTLE_RATE else []
+
+
+def workspace_id(request: Request) -> int:
+    """The workspace of the request's API key (which :class:`HasAPIKey` made sure of)."""
+    api_key = request.auth
+    if not isinstance(api_key, APIKey):
+        raise NotAuthenticated()
+    return api_key.workspace_id
 
 
 class UserGroupView(WorkspaceAPIView):
@@ -105,8 +131,8 @@ class UserGroupView(WorkspaceAPIView):
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        group, created = services.get_or_create_group(
-            request.auth.workspace_id,
+        group, created = groups.get_or_create_group(
+            workspace_id(request),
             data["user_group_id"],
             name=data.get("name"),
             mapping=data.get("mapping"),
@@ -119,8 +145,8 @@ class UserGroupView(WorkspaceAPIView):
     def post(self, request: Request) -> Response:
         serializer = RotateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        group = services.rotate_token(
-            request.auth.workspace_id, serializer.validated_data["current_token"]
+        group = groups.rotate_token(
+            workspace_id(request), serializer.validated_data["current_token"]
         )
         if group is None:
             raise NotFound("No user group of this workspace has this token.")
@@ -130,12 +156,12 @@ class UserGroupView(WorkspaceAPIView):
         serializer = UpdateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            group = services.update_group(
-                request.auth.workspace_id,
+            group = groups.update_group(
+                workspace_id(request),
                 serializer.validated_data["user_group_id"],
                 serializer.changes(),
             )
-        except services.ProvidedIdTaken:
+        except groups.ProvidedIdTaken:
             raise ValidationError(
                 {"new_user_group_id": ["Another user group of this workspace has this id."]}
             )
@@ -146,8 +172,8 @@ class UserGroupView(WorkspaceAPIView):
     def delete(self, request: Request) -> Response:
         serializer = DeleteRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        group = services.delete_group(
-            request.auth.workspace_id,
+        group = groups.delete_group(
+            workspace_id(request),
             provided_id=serializer.validated_data.get("user_group_id"),
             token=serializer.validated_data.get("current_token"),
         )
@@ -165,16 +191,17 @@ class UserGroupListView(WorkspaceAPIView):
         query = ListQuerySerializer(data=query_params(request))
         query.is_valid(raise_exception=True)
         page, size = query.validated_data["page"], query.validated_data["page_size"]
-        groups = services.list_groups(
-            request.auth.workspace_id, query.validated_data.get("provided_id_prefix", "")
+        workspace, prefix = (
+            workspace_id(request),
+            query.validated_data.get("provided_id_prefix", ""),
         )
-        start = (page - 1) * size
+        listed = groups.list_groups(workspace, prefix, offset=(page - 1) * size, limit=size)
         return Response(
             {
                 "success": 1,
-                "total_count": groups.count(),
+                "total_count": groups.count_groups(workspace, prefix),
                 "page": page,
                 "page_size": size,
-                "user_groups": ListedGroupSerializer(groups[start : start + size], many=True).data,
+                "user_groups": ListedGroupSerializer(listed, many=True).data,
             }
         )

@@ -2,8 +2,9 @@
 
 from django.conf import settings
 
-from usergroups import services
-from usergroups.models import UserGroup, Workspace
+from usergroups.models import Workspace
+from usergroups.records import GroupRecord
+from usergroups.services import groups
 
 from .sources import ensure_sample_data
 
@@ -34,11 +35,11 @@ def demo_workspace_slug() -> str:
     return getattr(settings, "DASHBOARDS_DEMO_WORKSPACE", "demo")
 
 
-def seed_demo_groups(workspace: Workspace) -> list[tuple[UserGroup, bool]]:
+def seed_demo_groups(workspace: Workspace) -> list[tuple[GroupRecord, bool]]:
     """Get or create each demo group (a group that exists is left as it is)."""
     ensure_sample_data()
     return [
-        services.get_or_create_group(
+        groups.get_or_create_group(
             workspace.pk,
             spec["user_group_id"],
             name=spec["name"],

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import connections, router
 
-from usergroups.models import UserGroup
+from usergroups.records import GroupRecord
 from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
 
 from .sources import DATA_SOURCES
@@ -45,7 +45,7 @@ class SalesResult:
     rows: list[dict[str, Any]]
 
 
-def dashboard_variables(group: UserGroup) -> dict[str, Any]:
+def dashboard_variables(group: GroupRecord) -> dict[str, Any]:
     """The group's properties as variables; ``regions`` may be one value or a list.
 
     A missing ``regions`` stays missing: render_sql then refuses the query, rather than
@@ -88,7 +88,7 @@ def check_variables(model, variables: dict[str, Any], connection) -> None:
                 )
 
 
-def sales_rows(group: UserGroup) -> SalesResult:
+def sales_rows(group: GroupRecord) -> SalesResult:
     """Run the query for ``group`` on its data source. Raises NoDataSource, and
     VariableError for a value the query cannot take, before running it."""
     source = data_source_for(group, SCHEMA_ID)

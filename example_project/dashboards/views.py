@@ -16,16 +16,17 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_deny, xframe_options_sameorigin
 from rest_framework import exceptions, status
-from rest_framework.permissions import BasePermission
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from usergroups import services
-from usergroups.embed import GroupTokenAuthentication
 from usergroups.exceptions import exception_handler
-from usergroups.models import UserGroup, Workspace
+from usergroups.group_token_auth import GroupTokenAuthentication
+from usergroups.models import Workspace
+from usergroups.permissions import HasGroupToken
+from usergroups.records import GroupRecord
+from usergroups.services import groups
 
 from .demo import demo_workspace_slug
 from .queries import NoDataSource, VariableError, sales_rows
@@ -58,8 +59,7 @@ def demo_site_enabled() -> bool:
     return getattr(settings, "DASHBOARDS_DEMO_SITE", settings.DEBUG)
 
 
-def _group_card(group: UserGroup) -> dict:
-    mapping = {mapping.schema_id: mapping.data_source_id for mapping in group.mappings.all()}
+def _group_card(group: GroupRecord) -> dict:
     properties = group.properties if isinstance(group.properties, dict) else {}
     regions = properties.get("regions")
     if isinstance(regions, list | tuple):
@@ -67,7 +67,7 @@ def _group_card(group: UserGroup) -> dict:
     return {
         "provided_id": group.provided_id,
         "name": group.name,
-        "data_source": mapping.get("sales"),
+        "data_source": group.mapping.get("sales"),
         "regions": "none" if regions is None else str(regions),
     }
 
@@ -78,15 +78,13 @@ def customer_site(request):
     if not demo_site_enabled():
         raise Http404("The demo customer site is off (DASHBOARDS_DEMO_SITE).")
     workspace = Workspace.objects.filter(slug=demo_workspace_slug()).first()
-    groups = (
-        [_group_card(group) for group in services.list_groups(workspace.pk)] if workspace else []
-    )
+    cards = [_group_card(group) for group in groups.list_groups(workspace.pk)] if workspace else []
     chosen_id = request.GET.get("group", "")
     chosen = token = None
-    if chosen_id and any(card["provided_id"] == chosen_id for card in groups):
+    if chosen_id and any(card["provided_id"] == chosen_id for card in cards):
         # The customer backend's server-side call: the current token of its customer's
         # group (over HTTP this is GET /api/user with the API key).
-        group, _created = services.get_or_create_group(workspace.pk, chosen_id)
+        group, _created = groups.get_or_create_group(workspace.pk, chosen_id)
         chosen = _group_card(group)
         token = group.token  # None if the server secret that sealed it is gone
     response = render(
@@ -95,7 +93,7 @@ def customer_site(request):
         {
             "workspace": workspace,
             "workspace_slug": demo_workspace_slug(),
-            "groups": groups,
+            "groups": cards,
             "chosen": chosen,
             "chosen_id": chosen_id,
             "token": token,
@@ -116,13 +114,6 @@ def embed_dashboard(request):
     return response
 
 
-class IsGroup(BasePermission):
-    """Only a request authenticated by a group token (``request.auth`` is its group)."""
-
-    def has_permission(self, request, view) -> bool:
-        return isinstance(request.auth, UserGroup)
-
-
 class DashboardError(exceptions.APIException):
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_code = "dashboard_unavailable"
@@ -132,7 +123,7 @@ class SalesDataView(APIView):
     """GET /embed/api/sales/: the sales rows the token's group may see."""
 
     authentication_classes = [GroupTokenAuthentication]
-    permission_classes = [IsGroup]
+    permission_classes = [HasGroupToken]
     renderer_classes = [JSONRenderer]
     throttle_classes = []
     http_method_names = ["get"]
@@ -148,7 +139,7 @@ class SalesDataView(APIView):
         return response
 
     def get(self, request: Request) -> Response:
-        group: UserGroup = request.auth
+        group: GroupRecord = request.auth
         try:
             result = sales_rows(group)
         except NoDataSource:

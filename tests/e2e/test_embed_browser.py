@@ -91,7 +91,7 @@ def test_customer_site_embeds_each_groups_dashboard_and_survives_a_rotation(
     # Back to A, then its backend rotates A's token through the API.
     page.get_by_role("link", name=re.compile("Acme Europe")).click()
     expect_rows(page, "eu_warehouse", {"DE", "FR"})
-    old_token = services.find_group(workspace.pk, "acme-eu").token
+    old_token = services.groups.find_group(workspace.pk, "acme-eu").token
     status, body = call_api(live_server.url, api_key, "POST", {"current_token": old_token})
     assert status == 200, body
     new_token = body["user_group"]["token"]

@@ -10,6 +10,7 @@ import factory
 
 from usergroups import crypto
 from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
+from usergroups.services import keys
 
 
 class WorkspaceFactory(factory.django.DjangoModelFactory[Workspace]):
@@ -32,9 +33,8 @@ class APIKeyFactory(factory.django.DjangoModelFactory[APIKey]):
     def _create(
         cls, model_class: type[APIKey], workspace: Workspace, name: str = "", **kwargs: Any
     ) -> APIKey:
-        row, key = model_class.issue(
-            workspace, name=name, expires_at=kwargs.pop("expires_at", None)
-        )
+        row = model_class(workspace=workspace, name=name, expires_at=kwargs.pop("expires_at", None))
+        key = keys.issue_key(row)
         if kwargs:
             model_class.objects.filter(pk=row.pk).update(**kwargs)
             row.refresh_from_db()

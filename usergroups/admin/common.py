@@ -2,8 +2,10 @@
 secrets with a copy button, confirmations."""
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.admin import helpers
 from django.contrib.admin.filters import (
     AllValuesFieldListFilter,
@@ -14,12 +16,13 @@ from django.contrib.admin.filters import (
     RelatedFieldListFilter,
     SimpleListFilter,
 )
-from django.contrib.admin.utils import get_fields_from_path
+from django.contrib.admin.utils import get_fields_from_path, unquote
 from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
 from django.db.models import (
     Count,
     DateField,
     IntegerField,
+    Model,
     OuterRef,
     QuerySet,
     Subquery,
@@ -28,12 +31,15 @@ from django.db.models import (
 from django.db.models.constants import LOOKUP_SEP
 from django.db.models.functions import Coalesce
 from django.forms import Media
+from django.http import HttpRequest, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext
 
 from ..models import APIKey, UserGroup
 
@@ -68,13 +74,15 @@ class OfferedLookupsOnly:
     (``list_display`` columns) are fixed by the admin's definition and name no secret.
     """
 
-    def lookup_allowed(self, lookup, value, request):
+    model: Any  # the ModelAdmin's
+
+    def lookup_allowed(self, lookup: str, value: Any, request: HttpRequest) -> bool:
         if touches_secret_or_regex(self.model, lookup):
             return False
         return lookup in offered_lookups(self, request)
 
 
-def touches_secret_or_regex(model, lookup: str) -> bool:
+def touches_secret_or_regex(model: type[Model], lookup: str) -> bool:
     """Whether ``lookup`` (``field__...__lookup``) is a regex or reaches a secret column."""
     parts = lookup.split(LOOKUP_SEP)
     if REFUSED_LOOKUPS.intersection(parts):
@@ -87,19 +95,19 @@ def touches_secret_or_regex(model, lookup: str) -> bool:
             return False  # a lookup or transform: the path ends here
         if field in SECRET_FIELDS:
             return True
-        if not field.is_relation:
+        if not field.is_relation or field.related_model is None:
             return False
         opts = field.related_model._meta
     return False
 
 
-def offered_lookups(model_admin, request) -> set[str]:
+def offered_lookups(model_admin: Any, request: HttpRequest) -> set[str]:
     """The query parameters the changelist's filters read, as Django's filters name them.
 
     Worked out from the filter definitions rather than by building the filters, which
     would query the database (a related filter loads its choices) on every filtered page.
     """
-    offered = set()
+    offered: set[str] = set()
     if model_admin.date_hierarchy:
         offered.update(f"{model_admin.date_hierarchy}__{part}" for part in ("year", "month", "day"))
     for item in model_admin.get_list_filter(request):
@@ -107,9 +115,9 @@ def offered_lookups(model_admin, request) -> set[str]:
     return offered
 
 
-def _filter_parameters(model, item) -> list[str]:
+def _filter_parameters(model: type[Model], item: Any) -> list[str]:
     if isinstance(item, type) and issubclass(item, SimpleListFilter):
-        return [item.parameter_name]
+        return [str(item.parameter_name)]
     path, filter_class = item if isinstance(item, list | tuple) else (item, None)
     field = get_fields_from_path(model, path)[-1]
     if filter_class is None:
@@ -121,7 +129,8 @@ def _filter_parameters(model, item) -> list[str]:
         else:
             filter_class = AllValuesFieldListFilter
     if issubclass(filter_class, RelatedFieldListFilter):
-        return [f"{path}__{field.target_field.name}__exact", f"{path}__isnull"]
+        target = field.target_field  # type: ignore[attr-defined]
+        return [f"{path}__{target.name}__exact", f"{path}__isnull"]
     if issubclass(filter_class, DateFieldListFilter):
         return [f"{path}__gte", f"{path}__lt"] + ([f"{path}__isnull"] if field.null else [])
     if issubclass(filter_class, EmptyFieldListFilter):
@@ -152,7 +161,7 @@ def subquery_count(related: QuerySet, field: str) -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
 
 
-def when(value, empty: str = "—") -> str:
+def when(value: datetime | None, empty: str = "—") -> str:
     """A moment, short enough for a list column, in full on hover; ``empty`` if None.
 
     (Read-only fields of callables show None as "None", so the empty text is returned
@@ -214,3 +223,16 @@ def confirmation_response(
         "media": model_admin.media,
     }
     return TemplateResponse(request, "usergroups/admin/confirm.html", context)
+
+
+def missing_object_redirect(
+    model_admin: Any, request: HttpRequest, object_id: str
+) -> HttpResponseRedirect:
+    """What the admin answers for an id it does not have: a warning, then its index.
+
+    Django's own message (and so its translations), without its private helper.
+    """
+    message = gettext("%(name)s with ID “%(key)s” doesn’t exist. Perhaps it was deleted?")
+    name, key = model_admin.opts.verbose_name, unquote(object_id)
+    messages.warning(request, message % {"name": name, "key": key})
+    return HttpResponseRedirect(reverse("admin:index", current_app=model_admin.admin_site.name))

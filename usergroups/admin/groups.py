@@ -1,47 +1,60 @@
 """User groups: browse, edit with the API's rules, reveal and rotate the token."""
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.db.models import QuerySet
+from django.forms import BaseFormSet, Media
+from django.http import Http404, HttpRequest
+from django.utils.safestring import SafeString
 
-from .. import crypto
-from ..forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from ..models import SchemaMapping, UserGroup
+from ..services import groups
 from .common import MEDIA, OfferedLookupsOnly, secret_html, subquery_count, when
+from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from .rotation import TokenRotationMixin
 
 VIEW_TOKEN = "usergroups.view_token"
 
 
-class SchemaMappingInline(admin.TabularInline):
+if TYPE_CHECKING:
+    MappingInlineBase = admin.TabularInline[SchemaMapping, UserGroup]
+    GroupAdminBase = admin.ModelAdmin[UserGroup]
+else:
+    MappingInlineBase, GroupAdminBase = admin.TabularInline, admin.ModelAdmin
+
+
+class SchemaMappingInline(MappingInlineBase):
     model = SchemaMapping
     form = SchemaMappingForm
     formset = SchemaMappingFormSet
     verbose_name = "schema mapping"
     verbose_name_plural = "Mapping: schema id → data source id"
 
-    def get_extra(self, request, obj=None, **kwargs):
+    def get_extra(self, request: HttpRequest, obj: UserGroup | None = None, **kwargs: Any) -> int:
         return 0 if obj is not None and obj.mappings.exists() else 1
 
     # Mappings are part of the group: whoever may edit the group may edit them.
-    def _may_edit(self, request, obj) -> bool:
+    def _may_edit(self, request: HttpRequest, obj: UserGroup | None) -> bool:
         action = "add" if obj is None else "change"
         return request.user.has_perm(f"usergroups.{action}_usergroup")
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: UserGroup | None = None) -> bool:
         return self._may_edit(request, obj)
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: UserGroup | None = None) -> bool:
         return self._may_edit(request, obj)
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: UserGroup | None = None) -> bool:
         return self._may_edit(request, obj)
 
-    def has_view_permission(self, request, obj=None):
+    def has_view_permission(self, request: HttpRequest, obj: UserGroup | None = None) -> bool:
         return request.user.has_perm("usergroups.view_usergroup") or self._may_edit(request, obj)
 
 
 class UserGroupChangeList(ChangeList):
-    def get_queryset(self, request, *args, **kwargs):
+    def get_queryset(self, request: HttpRequest, *args: Any, **kwargs: Any) -> QuerySet[Any]:
         # The list never shows properties (up to 64 KiB each) or anything about the token.
         return (
             super()
@@ -51,7 +64,7 @@ class UserGroupChangeList(ChangeList):
 
 
 @admin.register(UserGroup)
-class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, admin.ModelAdmin):
+class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     form = UserGroupAdminForm
     inlines = [SchemaMappingInline]
     change_form_template = "usergroups/admin/usergroup/change_form.html"
@@ -74,20 +87,20 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, admin.ModelAdmin):
     empty_value_display = "—"
 
     @property
-    def media(self):
+    def media(self) -> Media:
         return super().media + MEDIA
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[UserGroup]:
         return (
             super()
             .get_queryset(request)
             .annotate(mapping_count=subquery_count(SchemaMapping.objects.all(), "group"))
         )
 
-    def get_changelist(self, request, **kwargs):
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return UserGroupChangeList
 
-    def get_fieldsets(self, request, obj=None):
+    def get_fieldsets(self, request: HttpRequest, obj: UserGroup | None = None) -> Any:
         group = ["workspace", "provided_id", "name"]
         properties = (
             "Properties",
@@ -114,7 +127,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, admin.ModelAdmin):
             ("Record", {"fields": ["created", "updated"]}),
         ]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: UserGroup | None = None) -> list[str]:
         fields = ["team_id", "created", "updated", "rotated"]
         fields += ["current_token", "hidden_token"]
         if obj is not None:
@@ -122,23 +135,23 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, admin.ModelAdmin):
         return fields
 
     @admin.display(description="Mappings", ordering="mapping_count")
-    def mapping_count(self, obj):
-        return obj.mapping_count
+    def mapping_count(self, obj: Any) -> int:
+        return obj.mapping_count  # annotated by get_queryset
 
     @admin.display(description="Created", ordering="created_at")
-    def created(self, obj):
+    def created(self, obj: UserGroup) -> str:
         return when(obj.created_at)
 
     @admin.display(description="Updated", ordering="updated_at")
-    def updated(self, obj):
+    def updated(self, obj: UserGroup) -> str:
         return when(obj.updated_at)
 
     @admin.display(description="Token rotated", ordering="token_rotated_at")
-    def rotated(self, obj):
+    def rotated(self, obj: UserGroup) -> str:
         return when(obj.token_rotated_at, empty="Never")
 
     @admin.display(description="Current token")
-    def current_token(self, obj):
+    def current_token(self, obj: UserGroup) -> str | SafeString:
         token = obj.token
         if token is None:
             return (
@@ -148,15 +161,45 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, admin.ModelAdmin):
         return secret_html(token, element_id="current-token", label="Current token")
 
     @admin.display(description="Current token")
-    def hidden_token(self, obj):
+    def hidden_token(self, obj: UserGroup) -> str:
         return "Hidden. Seeing it needs the permission “Can view user group tokens”."
 
-    def save_model(self, request, obj, form, change):
-        if not change:
-            obj.set_token(crypto.new_group_token())
-            obj.save()
-            return
-        # Only what the form edits: a full save could write back a token that an API
-        # call rotated while the form was being saved.
-        fields = [name for name in form.fields if name in {"provided_id", "name", "properties"}]
-        obj.save(update_fields=[*fields, "updated_at"])
+    # Writes go through usergroups.services.groups, as the API's do: the group and its
+    # mapping in one transaction, one signal, one log line. The group is written in
+    # save_related, where the mapping inline's edits are known; save_model writes nothing.
+
+    def save_model(self, request: HttpRequest, obj: UserGroup, form: Any, change: Any) -> None:
+        pass
+
+    def save_related(
+        self, request: HttpRequest, form: Any, formsets: list[BaseFormSet], change: Any
+    ) -> None:
+        group = form.instance
+        mappings = next((fs for fs in formsets if isinstance(fs, SchemaMappingFormSet)), None)
+        if change:
+            # Only what the form edits, on the row as locked now: never a token that an
+            # API call rotated while the form was being saved.
+            edited = ("provided_id", "name", "properties")
+            changes = {name: getattr(group, name) for name in edited if name in form.fields}
+            if mappings is not None and mappings.has_changed():
+                changes["mapping"] = mappings.mapping_after(group.mappings.all())
+            elif mappings is not None:
+                mappings.save(commit=False)  # writes nothing: sets what the history reads
+            if groups.update_group_by_team_id(group.pk, changes) is None:
+                raise Http404("The user group was deleted meanwhile.")
+        else:
+            mapping = {} if mappings is None else mappings.mapping_after([])
+            record = groups.create_group(
+                group.workspace_id, group.provided_id, group.name, mapping, group.properties
+            )
+            group.pk = record.team_id  # the admin's history and redirect name it so
+        for formset in formsets:
+            if formset is not mappings:
+                self.save_formset(request, form, formset, change=change)
+
+    def delete_model(self, request: HttpRequest, obj: UserGroup) -> None:
+        groups.delete_group_by_team_id(obj.pk)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for team_id in queryset.values_list("pk", flat=True):
+            groups.delete_group_by_team_id(team_id)

@@ -1,27 +1,42 @@
 """API keys: made on the server, shown once, then known by their prefix; revoked for good."""
 
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
 from django.contrib import admin
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.forms import Media
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from .. import crypto
-from ..forms import APIKeyAddForm, APIKeyChangeForm
 from ..models import APIKey
+from ..services import keys
 from .common import MEDIA, OfferedLookupsOnly, secret_html, when
+from .forms import APIKeyAddForm, APIKeyChangeForm
 from .revocation import KeyRevocationMixin
+
+# A key made by save_model, until response_add shows it (once) and drops it.
+_NEW_KEYS: "WeakKeyDictionary[APIKey, str]" = WeakKeyDictionary()
+
+
+if TYPE_CHECKING:
+    KeyAdminBase = admin.ModelAdmin[APIKey]
+else:
+    KeyAdminBase = admin.ModelAdmin
 
 
 class StateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("active", "Active"), ("expired", "Expired"), ("revoked", "Revoked")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         now = timezone.now()
         not_revoked = Q(revoked_at__isnull=True)
         if self.value() == "active":
@@ -34,7 +49,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
+class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
     list_display_links = ["key_prefix", "name"]
@@ -49,14 +64,16 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
     empty_value_display = "—"
 
     @property
-    def media(self):
+    def media(self) -> Media:
         return super().media + MEDIA
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
+    def get_form(
+        self, request: HttpRequest, obj: APIKey | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         kwargs["form"] = APIKeyChangeForm if obj is not None else APIKeyAddForm
         return super().get_form(request, obj, change=change, **kwargs)
 
-    def get_fieldsets(self, request, obj=None):
+    def get_fieldsets(self, request: HttpRequest, obj: APIKey | None = None) -> Any:
         if obj is None:
             return [
                 (
@@ -74,17 +91,19 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
             ("Validity", {"fields": ["created", expires, "last_used", "revoked"]}),
         ]
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: APIKey | None = None) -> list[str]:
         if obj is None:
             return []
         return ["key_prefix", "workspace", "state", "created", "expires", "last_used", "revoked"]
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: APIKey | None = None) -> bool:
         if obj is not None and obj.is_revoked:
             return False  # Revoked keys are read-only.
         return super().has_change_permission(request, obj)
 
-    def get_search_results(self, request, queryset, search_term):
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[APIKey], search_term: str
+    ) -> tuple[QuerySet[APIKey], bool]:
         # A whole key pasted into the search box finds its row by digest, as the API does:
         # only the right key finds it, not any key that shares its prefix.
         term = search_term.strip()
@@ -95,27 +114,27 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
     # Columns ---------------------------------------------------------------------------
 
     @admin.display(description="Prefix", ordering="prefix")
-    def key_prefix(self, obj):
+    def key_prefix(self, obj: APIKey) -> str:
         return format_html('<code class="ug-prefix">{}…</code>', obj.prefix)
 
     @admin.display(description="Created", ordering="created_at")
-    def created(self, obj):
+    def created(self, obj: APIKey) -> str:
         return when(obj.created_at)
 
     @admin.display(description="Last used", ordering="last_used_at")
-    def last_used(self, obj):
+    def last_used(self, obj: APIKey) -> str:
         return when(obj.last_used_at, empty="Never")
 
     @admin.display(description="Expires", ordering="expires_at")
-    def expires(self, obj):
+    def expires(self, obj: APIKey) -> str:
         return when(obj.expires_at, empty="Never")
 
     @admin.display(description="Revoked")
-    def revoked(self, obj):
+    def revoked(self, obj: APIKey) -> str:
         return when(obj.revoked_at, empty="Not revoked")
 
     @admin.display(description="State")
-    def state(self, obj):
+    def state(self, obj: APIKey) -> str:
         if obj.is_revoked:
             label, css = "Revoked", "revoked"
         elif obj.is_expired:
@@ -126,19 +145,25 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
 
     # Creation: the key is shown once, on a page of its own -------------------------------
 
-    def save_model(self, request, obj, form, change):
-        if change:
-            # Only what the form edits, so a concurrent revocation is never written back.
-            obj.save(update_fields=[name for name in form.fields if name in {"name", "expires_at"}])
-            return
-        row, key = APIKey.issue(obj.workspace, name=obj.name, expires_at=obj.expires_at)
-        for field in APIKey._meta.concrete_fields:
-            setattr(obj, field.attname, getattr(row, field.attname))
-        obj._state.adding, obj._state.db = False, row._state.db
-        obj._plain_key = key
+    # Writes go through usergroups.services.keys, as the API's and the commands' do.
 
-    def response_add(self, request, obj, post_url_continue=None):
-        key = getattr(obj, "_plain_key", None)
+    def save_model(self, request: HttpRequest, obj: APIKey, form: Any, change: Any) -> None:
+        if change:
+            keys.change_key(obj, list(form.fields))
+        else:
+            _NEW_KEYS[obj] = keys.issue_key(obj)
+
+    def delete_model(self, request: HttpRequest, obj: APIKey) -> None:
+        keys.delete_key(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        for api_key in queryset:
+            keys.delete_key(api_key)
+
+    def response_add(
+        self, request: HttpRequest, obj: APIKey, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        key = _NEW_KEYS.pop(obj, None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)
         opts = self.model._meta
@@ -158,7 +183,15 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, admin.ModelAdmin):
         }
         return TemplateResponse(request, "usergroups/admin/apikey/created.html", context)
 
-    def render_change_form(self, request, context, add=False, change=False, **kwargs):
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: APIKey | None = None,
+    ) -> HttpResponse:
         if add:
             context.update(show_save_and_add_another=False, show_save_and_continue=False)
-        return super().render_change_form(request, context, add=add, change=change, **kwargs)
+        return super().render_change_form(request, context, add, change, form_url, obj)

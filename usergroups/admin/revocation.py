@@ -5,13 +5,23 @@ A revoked key is refused by the API at once, becomes read-only here, and stays r
 nothing in the admin clears ``revoked_at``.
 """
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
-from django.urls import path, reverse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 
-from .common import confirmation_response
+from ..models import APIKey
+from ..services import keys
+from .common import confirmation_response, missing_object_redirect
+
+if TYPE_CHECKING:
+    RevocationBase = admin.ModelAdmin[APIKey]
+else:
+    RevocationBase = object
 
 REVOKE_CONSEQUENCES = [
     "Requests that use the key are refused (401) from the moment you confirm.",
@@ -19,11 +29,11 @@ REVOKE_CONSEQUENCES = [
 ]
 
 
-class KeyRevocationMixin:
+class KeyRevocationMixin(RevocationBase):
     """For the :class:`~usergroups.models.APIKey` admin; add ``"revoke_keys"`` to its
     ``actions``."""
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         opts = self.model._meta
         return [
             path(
@@ -34,14 +44,14 @@ class KeyRevocationMixin:
             *super().get_urls(),
         ]
 
-    def _revoke(self, request, api_key) -> None:
-        api_key.revoke()
+    def _revoke(self, request: HttpRequest, api_key: APIKey) -> None:
+        keys.revoke_key(api_key)
         self.log_change(request, api_key, "Revoked the key.")
 
-    def revoke_view(self, request, object_id):
+    def revoke_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         api_key = self.get_object(request, unquote(object_id))
         if api_key is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            return missing_object_redirect(self, request, object_id)
         change_url = reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[api_key.pk])
         if api_key.is_revoked:
             messages.info(request, f"The API key {api_key.prefix}… is already revoked.")
@@ -68,7 +78,7 @@ class KeyRevocationMixin:
         )
 
     @admin.action(permissions=["change"], description="Revoke selected API keys")
-    def revoke_keys(self, request, queryset):
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> HttpResponse | None:
         keys = list(queryset.filter(revoked_at__isnull=True))
         if not keys:
             messages.info(request, "The selected API keys are already revoked.")

@@ -1,27 +1,36 @@
 """Token rotation from the admin: a button on the change page and a bulk action.
 
 Both ask first on a page of their own (POST, CSRF protected), need ``change_usergroup``,
-rotate through :func:`usergroups.services.rotate_group_token` (the API's compare-and-swap
-and ``token_rotated`` signal), and record the rotation in the group's history. No
-message, URL or page of theirs ever holds a token.
+rotate through :func:`usergroups.services.groups.rotate_group_token` (the API's
+compare-and-swap and ``token_rotated`` signal), and record the rotation in the group's
+history. No message, URL or page of theirs ever holds a token.
 """
+
+from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
-from django.urls import path, reverse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 
 from .. import services
 from ..conf import usergroups_settings
-from .common import confirmation_response
+from ..models import UserGroup
+from .common import confirmation_response, missing_object_redirect
+
+if TYPE_CHECKING:
+    RotationBase = admin.ModelAdmin[UserGroup]
+else:
+    RotationBase = object
 
 
-class TokenRotationMixin:
+class TokenRotationMixin(RotationBase):
     """For the :class:`~usergroups.models.UserGroup` admin; add ``"rotate_tokens"`` to
     its ``actions``."""
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         opts = self.model._meta
         return [
             path(
@@ -32,8 +41,8 @@ class TokenRotationMixin:
             *super().get_urls(),
         ]
 
-    def _rotate(self, request, group) -> bool:
-        if services.rotate_group_token(group) is None:
+    def _rotate(self, request: HttpRequest, group: UserGroup) -> bool:
+        if services.groups.rotate_group_token(group) is None:
             return False
         self.log_change(request, group, "Rotated the token.")
         return True
@@ -52,10 +61,10 @@ class TokenRotationMixin:
             "GET /api/user, or here.",
         ]
 
-    def rotate_token_view(self, request, object_id):
+    def rotate_token_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         group = self.get_object(request, unquote(object_id))
         if group is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            return missing_object_redirect(self, request, object_id)
         if not self.has_change_permission(request, group):
             raise PermissionDenied
         change_url = reverse(f"{self.admin_site.name}:usergroups_usergroup_change", args=[group.pk])
@@ -81,7 +90,9 @@ class TokenRotationMixin:
         )
 
     @admin.action(permissions=["change"], description="Rotate tokens of selected user groups")
-    def rotate_tokens(self, request, queryset):
+    def rotate_tokens(
+        self, request: HttpRequest, queryset: QuerySet[UserGroup]
+    ) -> HttpResponse | None:
         if request.POST.get("post") != "yes":
             return confirmation_response(
                 self,

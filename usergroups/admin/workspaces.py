@@ -1,15 +1,25 @@
 """Workspaces: who calls the API, with how many groups and usable keys."""
 
+from typing import TYPE_CHECKING, Any
+
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.forms import Media
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
 from ..models import APIKey, UserGroup, Workspace
 from .common import MEDIA, OfferedLookupsOnly, subquery_count, when
 
+if TYPE_CHECKING:
+    WorkspaceAdminBase = admin.ModelAdmin[Workspace]
+else:
+    WorkspaceAdminBase = admin.ModelAdmin
+
 
 @admin.register(Workspace)
-class WorkspaceAdmin(OfferedLookupsOnly, admin.ModelAdmin):
+class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
     list_display = ["display_name", "slug", "group_count", "active_key_count", "created"]
     list_display_links = ["display_name", "slug"]
     search_fields = ["slug", "name"]
@@ -30,10 +40,10 @@ class WorkspaceAdmin(OfferedLookupsOnly, admin.ModelAdmin):
     ]
 
     @property
-    def media(self):
+    def media(self) -> Media:
         return super().media + MEDIA
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
         return (
             super()
             .get_queryset(request)
@@ -43,32 +53,34 @@ class WorkspaceAdmin(OfferedLookupsOnly, admin.ModelAdmin):
             )
         )
 
-    def get_fieldsets(self, request, obj=None):
+    def get_fieldsets(self, request: HttpRequest, obj: Workspace | None = None) -> Any:
         if obj is None:
             return self.fieldsets[:1]
         return self.fieldsets
 
-    def get_prepopulated_fields(self, request, obj=None):
+    def get_prepopulated_fields(
+        self, request: HttpRequest, obj: Workspace | None = None
+    ) -> dict[str, Any]:
         return self.prepopulated_fields if obj is None else {}
 
     @admin.display(description="Workspace", ordering="name")
-    def display_name(self, obj):
+    def display_name(self, obj: Workspace) -> str:
         return str(obj)
 
-    def _link(self, model, obj, count, extra=""):
+    def _link(self, model: str, obj: Model, count: int, extra: str = "") -> str:
         url = reverse(f"{self.admin_site.name}:usergroups_{model}_changelist")
         return format_html(
             '<a href="{}?workspace__id__exact={}{}">{}</a>', url, obj.pk, extra, count
         )
 
     @admin.display(description="Created", ordering="created_at")
-    def created(self, obj):
+    def created(self, obj: Workspace) -> str:
         return when(obj.created_at)
 
     @admin.display(description="User groups", ordering="group_count")
-    def group_count(self, obj):
+    def group_count(self, obj: Any) -> str:
         return self._link("usergroup", obj, obj.group_count)
 
     @admin.display(description="Active API keys", ordering="active_key_count")
-    def active_key_count(self, obj):
+    def active_key_count(self, obj: Any) -> str:
         return self._link("apikey", obj, obj.active_key_count, "&state=active")

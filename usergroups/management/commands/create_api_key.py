@@ -1,14 +1,16 @@
 """``manage.py create_api_key``: the key is printed once, alone on stdout, for scripts."""
 
 from datetime import timedelta
+from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
 from usergroups.models import APIKey, Workspace
+from usergroups.services import keys
 
 
 def positive_int(text: str) -> int:
@@ -21,7 +23,7 @@ def positive_int(text: str) -> int:
 class Command(BaseCommand):
     help = "Create an API key (and its workspace if needed) and print the key, shown this once."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--workspace", default="default", help="Workspace slug (default: default)."
         )
@@ -30,7 +32,14 @@ class Command(BaseCommand):
             "--expires-in-days", type=positive_int, default=None, help="Days until the key expires."
         )
 
-    def handle(self, *args, workspace: str, name: str, expires_in_days: int | None, **options):
+    def handle(
+        self,
+        *args: Any,
+        workspace: str,
+        name: str,
+        expires_in_days: int | None,
+        **options: Any,
+    ) -> None:
         try:
             validate_slug(workspace)
         except ValidationError:
@@ -42,7 +51,8 @@ class Command(BaseCommand):
         expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
         with transaction.atomic():
             space, created = Workspace.objects.get_or_create(slug=workspace)
-            row, key = APIKey.issue(space, name=name, expires_at=expires_at)
+            row = APIKey(workspace=space, name=name, expires_at=expires_at)
+            key = keys.issue_key(row)
         if created:
             self.stderr.write(f"Created workspace {space.slug!r}.")
         self.stderr.write(

@@ -16,8 +16,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from example_project.dashboards.demo import seed_demo
-from usergroups.authentication import find_api_key
 from usergroups.models import APIKey, Workspace
+from usergroups.services import keys
 
 KEY_NAME = "demo (make demo)"
 
@@ -58,14 +58,15 @@ class Command(BaseCommand):
                 slug=workspace, defaults={"name": "Demo"}
             )
             key = read_key(key_file)
-            row = find_api_key(key) if key else None
+            row = keys.find_api_key(key) if key else None
             usable = (
                 row is not None
                 and row.workspace_id == space.pk
                 and APIKey.objects.usable().filter(pk=row.pk).exists()
             )
             if not usable:
-                row, key = APIKey.issue(space, name=KEY_NAME)
+                row = APIKey(workspace=space, name=KEY_NAME)
+                key = keys.issue_key(row)
         if not usable:
             write_key(key_file, key)
         what = "Created" if created else "Using"

@@ -1,6 +1,8 @@
-"""Admin forms. Every rule comes from :mod:`usergroups.validators`, as in the API."""
+"""The admin's forms. Every rule comes from :mod:`usergroups.validators`, as in the API."""
 
 import json
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -8,11 +10,11 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .conf import usergroups_settings
-from .fields import compact_json
-from .models import APIKey, SchemaMapping, UserGroup
-from .parsers import loads_strict
-from .validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
+from ..conf import usergroups_settings
+from ..fields import compact_json
+from ..models import APIKey, SchemaMapping, UserGroup
+from ..parsers import loads_strict
+from ..validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
 def _size(count: int) -> str:
@@ -108,7 +110,8 @@ class UserGroupAdminForm(forms.ModelForm):
         return check_text(self.cleaned_data["name"], allow_empty=True)
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if not cleaned.get("name") and cleaned.get("provided_id"):
             cleaned["name"] = cleaned["provided_id"]
         workspace = cleaned.get("workspace") or getattr(self.instance, "workspace", None)
@@ -154,6 +157,21 @@ class SchemaMappingFormSet(forms.BaseInlineFormSet):
             mapping[data["schema_id"]] = data["data_source_id"]
         validate_mapping(mapping)
 
+    def mapping_after(self, stored: Iterable[SchemaMapping]) -> dict[str, str]:
+        """The group's whole mapping once this formset's edits apply to ``stored`` (its
+        rows now). Writes nothing; sets what ``save()`` sets for the admin's history."""
+        rows: dict[object, tuple[str, str]] = {
+            row.pk: (row.schema_id, row.data_source_id) for row in stored
+        }
+        self.save(commit=False)
+        for row in self.deleted_objects:
+            rows.pop(row.pk, None)
+        for row, _changed in self.changed_objects:
+            rows[row.pk] = (row.schema_id, row.data_source_id)
+        for index, row in enumerate(self.new_objects):
+            rows[("new", index)] = (row.schema_id, row.data_source_id)
+        return dict(rows.values())
+
 
 class APIKeyAddForm(forms.ModelForm):
     """Only what a person chooses; the key itself is made on the server."""
@@ -174,7 +192,7 @@ class APIKeyAddForm(forms.ModelForm):
     def clean_name(self) -> str:
         return check_text(self.cleaned_data["name"], allow_empty=True)
 
-    def clean_expires_at(self):
+    def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]
         if expires_at is not None and expires_at <= timezone.now():
             raise ValidationError("Must be in the future.", code="past")
@@ -185,7 +203,7 @@ class APIKeyChangeForm(APIKeyAddForm):
     class Meta(APIKeyAddForm.Meta):
         fields = ["name", "expires_at"]
 
-    def clean_expires_at(self):
+    def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]
         if "expires_at" in self.changed_data:
             return super().clean_expires_at()

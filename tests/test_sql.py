@@ -1,0 +1,189 @@
+"""Every hand-written statement of ``usergroups.sql`` gives the rows the ORM gives for the
+same question, on the database under test (run on SQLite, PostgreSQL and MariaDB)."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
+from usergroups import crypto, sql
+from usergroups.models import APIKey, UserGroup
+from usergroups.records import RECORD_FIELDS, GroupRecord
+
+# Schema ids whose code point order differs from a dictionary's (case, accents, "_").
+SCHEMA_IDS = ["zeta", "Alpha", "alpha", "ä", "_x", "B", "mid"]
+
+
+@dataclass
+class Data:
+    workspace_id: int
+    other_workspace_id: int
+    mapped: UserGroup
+    bare: UserGroup
+    in_grace: UserGroup
+    grace_over: UserGroup
+    namesake: UserGroup  # the mapped group's provided_id, in the other workspace
+    in_grace_old: str
+    grace_over_old: str
+    key: APIKey
+
+
+@pytest.fixture
+def data(workspace, other_workspace):
+    mapped = UserGroupFactory(
+        workspace=workspace,
+        provided_id="Acme ✓",
+        properties={"nested": {"list": [1, 2.5, None, True, "ü"]}, "n": 0},
+    )
+    for number, schema_id in enumerate(SCHEMA_IDS):
+        SchemaMappingFactory(group=mapped, schema_id=schema_id, data_source_id=f"db-{number}")
+    bare = UserGroupFactory(workspace=workspace, provided_id="acme ✓", properties=None)
+    in_grace = UserGroupFactory(workspace=workspace)
+    grace_over = UserGroupFactory(workspace=workspace)
+    SchemaMappingFactory(group=in_grace, schema_id="sales", data_source_id="eu")
+    namesake = UserGroupFactory(workspace=other_workspace, provided_id=mapped.provided_id)
+    SchemaMappingFactory(group=namesake, schema_id="sales", data_source_id="other")
+    olds = {}
+    for group, valid_for in ((in_grace, 60), (grace_over, -60)):
+        olds[group.pk] = crypto.new_group_token()
+        UserGroup.objects.filter(pk=group.pk).update(
+            previous_token_digest=crypto.digest(olds[group.pk]),
+            previous_token_valid_until=timezone.now() + timedelta(seconds=valid_for),
+            token_rotated_at=timezone.now(),
+        )
+    return Data(
+        workspace_id=workspace.pk,
+        other_workspace_id=other_workspace.pk,
+        mapped=mapped,
+        bare=bare,
+        in_grace=in_grace,
+        grace_over=grace_over,
+        namesake=namesake,
+        in_grace_old=olds[in_grace.pk],
+        grace_over_old=olds[grace_over.pk],
+        key=APIKeyFactory(workspace=workspace),
+    )
+
+
+def orm_groups(condition: Q) -> list[tuple]:
+    """The ORM's rows for the groups matching ``condition``, as the group statements
+    lay them out: the record's columns, then each mapping entry (NULLs for none)."""
+    groups = UserGroup.objects.filter(condition).order_by("team_id", "mappings__schema_id")
+    return list(
+        groups.values_list(*RECORD_FIELDS, "mappings__schema_id", "mappings__data_source_id")
+    )
+
+
+def orm_keys(condition: Q) -> list[tuple]:
+    fields = [field.attname for field in APIKey._meta.concrete_fields]
+    return list(APIKey.objects.filter(condition).values_list(*fields))
+
+
+def by_provided_id(d: Data) -> list[tuple[list, list]]:
+    asked = [
+        (d.workspace_id, d.mapped.provided_id),
+        (d.workspace_id, d.bare.provided_id),  # differs from the first by case only
+        (d.other_workspace_id, d.mapped.provided_id),
+        (d.workspace_id, d.mapped.provided_id + " "),
+        (d.workspace_id, "nobody"),
+    ]
+    return [
+        (
+            [workspace_id, provided_id],
+            orm_groups(Q(workspace_id=workspace_id, provided_id=provided_id)),
+        )
+        for workspace_id, provided_id in asked
+    ]
+
+
+def by_token_digest(d: Data) -> list[tuple[list, list]]:
+    asked = [
+        (d.workspace_id, d.mapped.token_digest),
+        (d.workspace_id, d.in_grace.token_digest),
+        (d.other_workspace_id, d.mapped.token_digest),  # another workspace's group
+        (d.workspace_id, crypto.digest(d.in_grace_old)),  # a previous token: not current
+    ]
+    return [
+        ([workspace_id, digest], orm_groups(Q(workspace_id=workspace_id, token_digest=digest)))
+        for workspace_id, digest in asked
+    ]
+
+
+def by_team_id(d: Data) -> list[tuple[list, list]]:
+    asked = [d.mapped.pk, d.bare.pk, d.namesake.pk, 987654321]
+    return [([team_id], orm_groups(Q(pk=team_id))) for team_id in asked]
+
+
+def by_token(d: Data) -> list[tuple[list, list]]:
+    now = timezone.now()
+    digests = [
+        d.mapped.token_digest,
+        crypto.digest(d.in_grace_old),  # resolves during the grace period
+        crypto.digest(d.grace_over_old),  # no longer
+        d.grace_over.token_digest,
+        crypto.digest(crypto.new_group_token()),
+    ]
+    return [
+        (
+            [digest, digest, now],
+            orm_groups(
+                Q(token_digest=digest)
+                | Q(previous_token_digest=digest, previous_token_valid_until__gt=now)
+            ),
+        )
+        for digest in digests
+    ]
+
+
+def api_key_by_digest(d: Data) -> list[tuple[list, list]]:
+    digest = d.key.digest
+    asked = [digest, digest.upper(), digest[:-1], digest + " ", "0" * 64]
+    return [([value], orm_keys(Q(digest=value))) for value in asked]
+
+
+QUESTIONS = {
+    "GROUP_BY_PROVIDED_ID": by_provided_id,
+    "GROUP_BY_PROVIDED_ID_FOR_UPDATE": by_provided_id,
+    "GROUP_BY_TOKEN_DIGEST": by_token_digest,
+    "GROUP_BY_TEAM_ID": by_team_id,
+    "GROUP_BY_TOKEN": by_token,
+    "API_KEY_BY_DIGEST": api_key_by_digest,
+}
+
+
+def test_every_statement_is_compared_with_the_orm():
+    assert set(QUESTIONS) == set(sql.STATEMENTS)
+
+
+@pytest.mark.parametrize("name", sorted(QUESTIONS))
+def test_statement_gives_the_orms_rows(data, name):
+    statement = sql.STATEMENTS[name]
+    found = []
+    for params, expected in QUESTIONS[name](data):
+        with transaction.atomic():  # a locking statement runs inside one, as it is used
+            rows = statement.fetch(params)[1]
+        assert rows == expected, (name, params)
+        found.append(bool(rows))
+    assert any(found) and not all(found)  # the questions find rows, and also nothing
+
+
+@pytest.mark.parametrize("name", sorted(QUESTIONS))
+def test_statement_locks_only_where_it_says_it_does(name):
+    statement = sql.STATEMENTS[name]
+    locks = "FOR UPDATE" in statement.build(connection).sql
+    assert locks == (statement.for_update and connection.features.has_select_for_update)
+
+
+def test_group_rows_make_the_record_the_orm_gives(data):
+    rows = sql.GROUP_BY_TEAM_ID.fetch([data.mapped.pk])[1]
+    record = GroupRecord.from_rows(rows)
+    stored = UserGroup.objects.get(pk=data.mapped.pk)
+    assert record == GroupRecord.from_model(
+        stored, stored.mappings.values_list("schema_id", "data_source_id")
+    )
+    # One order for every record: by schema id, in code point order, whatever the database.
+    assert list(record.mapping) == sorted(SCHEMA_IDS)

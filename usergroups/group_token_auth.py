@@ -1,0 +1,51 @@
+"""Group-token authentication for a host's dashboard endpoints: who is looking.
+
+A host's dashboard endpoints receive a group token from the embedding page and turn it
+into the :class:`~usergroups.records.GroupRecord` whose properties filter the data and
+whose mapping names the data source (see :mod:`usergroups.variables`).
+"""
+
+from collections.abc import Callable
+
+from django.contrib.auth.models import AnonymousUser
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+from rest_framework.exceptions import AuthenticationFailed
+
+from . import crypto, sql
+from .authentication import AuthorizationHeaderAuthentication
+from .records import GroupRecord
+
+
+@sensitive_variables("token")
+def resolve_group_token(token: object) -> GroupRecord | None:
+    """The group a token belongs to, or None (unknown, rotated, deleted or malformed).
+
+    A token rotated within ``ROTATION_GRACE_SECONDS`` still resolves. A malformed
+    token costs no query; a well-formed one costs one indexed lookup, mapping included.
+    """
+    if not crypto.looks_like_group_token(token):
+        return None
+    digest = crypto.digest(token)
+    return GroupRecord.from_rows(sql.GROUP_BY_TOKEN.fetch([digest, digest, timezone.now()])[1])
+
+
+class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
+    """DRF authentication for a host's dashboard endpoints: ``Authorization: GroupToken
+    <token>``; ``request.auth`` is the group's :class:`~usergroups.records.GroupRecord`
+    (require it with :class:`usergroups.permissions.HasGroupToken`).
+
+    The token is read from the header only: a token in a query string ends up in access
+    logs, browser history and Referer headers. Another scheme is left to the next
+    authentication class.
+    """
+
+    keyword = "GroupToken"
+    lookup: Callable[[object], GroupRecord | None] = staticmethod(resolve_group_token)
+
+    @sensitive_variables("credential")
+    def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, GroupRecord]:
+        group = self.lookup(credential)
+        if group is None:
+            raise AuthenticationFailed("Invalid or rotated group token.")
+        return AnonymousUser(), group

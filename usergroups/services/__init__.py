@@ -1,0 +1,12 @@
+"""The app's one door for writes: every change to a group or an API key goes through here.
+
+One module per aggregate: :mod:`.groups` (groups and their mappings: get-or-create,
+rotation, update, delete, list, resealing tokens) and :mod:`.keys` (API keys: issue,
+lookup, use, change, revocation, deletion). The API views, the admin, the management
+commands and host code all call them, so signals, logging and guarantees are the same
+from every door.
+"""
+
+from . import groups, keys
+
+__all__ = ["groups", "keys"]

@@ -1,0 +1,366 @@
+"""User groups: every write to a group and its mapping, and the reads that answer with one.
+
+The API, the admin, the management commands and host code all change groups through
+here, so every change is made the same way from every door: in one transaction, logged
+by ``team_id`` (never with a token), and announced after commit by the signals of
+:mod:`usergroups.signals` with the :class:`~usergroups.records.GroupRecord` it returns.
+Every function that answers with a group returns a ``GroupRecord``; none returns a
+model instance.
+
+Get-or-create and rotation are race-safe on any number of processes: a unique
+constraint decides concurrent creations, a compare-and-swap on the token's digest
+decides concurrent rotations.
+"""
+
+import logging
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, router, transaction
+from django.db.models import QuerySet
+from django.db.models.functions import Left
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+
+from .. import crypto, sql
+from ..conf import usergroups_settings
+from ..conflicts import retry_on_conflict
+from ..models import SchemaMapping, UserGroup
+from ..records import RECORD_FIELDS, GroupRecord
+from ..signals import group_created, group_deleted, group_updated, send_on_commit, token_rotated
+
+logger = logging.getLogger(__name__)
+
+
+class ProvidedIdTaken(Exception):
+    """A rename to a ``user_group_id`` another group of the workspace already has."""
+
+
+def _read(statement: sql.Statement, params: list[Any]) -> GroupRecord | None:
+    return GroupRecord.from_rows(statement.fetch(params)[1])
+
+
+def _atomic() -> transaction.Atomic:
+    return transaction.atomic(using=router.db_for_write(UserGroup))
+
+
+def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
+    """The group of ``provided_id`` in the workspace, or None: one query."""
+    return _read(sql.GROUP_BY_PROVIDED_ID, [workspace_id, provided_id])
+
+
+def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
+    group.mappings.all().delete()
+    SchemaMapping.objects.bulk_create(
+        SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
+        for schema_id, source in mapping.items()
+    )
+
+
+@retry_on_conflict
+@sensitive_variables("token")
+def create_group(
+    workspace_id: int,
+    provided_id: str,
+    name: str,
+    mapping: dict[str, str],
+    properties: dict[str, Any] | None,
+) -> GroupRecord:
+    """Insert a group and its mappings in one transaction; IntegrityError on a duplicate."""
+    token = crypto.new_group_token()
+    group = UserGroup(
+        workspace_id=workspace_id, provided_id=provided_id, name=name, properties=properties
+    )
+    group.set_token(token)
+    with _atomic():
+        group.save(force_insert=True)
+        SchemaMapping.objects.bulk_create(
+            SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
+            for schema_id, source in mapping.items()
+        )
+    record = GroupRecord.from_model(group, mapping.items())
+    send_on_commit(group_created, group=record)
+    logger.info("Created user group team_id=%s in workspace %s", record.team_id, workspace_id)
+    return record
+
+
+# Tries of an insert (get-or-create) or a rename that meets a group holding its id, when
+# each time that group is gone before it can be read: the id was freed meanwhile.
+ATTEMPTS_WHEN_GONE = 5
+
+
+def get_or_create_group(
+    workspace_id: int,
+    provided_id: str,
+    name: str | None = None,
+    mapping: dict[str, str] | None = None,
+    properties: dict[str, Any] | None = None,
+) -> tuple[GroupRecord, bool]:
+    """The group of ``provided_id``, created if it does not exist; ``(group, created)``.
+
+    A known group is returned as stored, whatever the other arguments say. Two callers
+    racing to create one id meet at the unique constraint: the loser reads the winner.
+    If the winner is gone before the loser reads it (deleted or renamed meanwhile), the
+    id is free again: the loser tries again, :data:`ATTEMPTS_WHEN_GONE` times in all.
+    """
+    error: IntegrityError | None = None
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        group = find_group(workspace_id, provided_id)
+        if group is not None:
+            return group, False
+        try:
+            return create_group(
+                workspace_id,
+                provided_id,
+                name if name is not None else provided_id,
+                mapping or {},
+                properties,
+            ), True
+        except IntegrityError as exc:
+            error = exc
+        winner = _read_winner(workspace_id, provided_id)
+        if winner is not None:
+            return winner, False
+        logger.info("The group that won an insert race was gone before it was read; retrying")
+    # Never a winner to read: the insert fails for another reason (e.g. a mapping row);
+    # report that error, not a missing group.
+    assert error is not None
+    raise error
+
+
+@retry_on_conflict
+def _read_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
+    """The winner of a lost insert race, read with a locking read, which sees the latest
+    committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
+    the winner is gone again (deleted, or renamed)."""
+    with _atomic():
+        return _read(sql.GROUP_BY_PROVIDED_ID_FOR_UPDATE, [workspace_id, provided_id])
+
+
+@sensitive_variables("current_token")
+def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
+    """Give the group holding ``current_token`` a new token; None if no group holds it.
+
+    The update is a compare-and-swap on the old digest, so of any number of concurrent
+    rotations of one token exactly one wins. The returned group's ``token`` is the new one.
+    """
+    if not crypto.looks_like_group_token(current_token):
+        return None
+    return _rotate_digest(workspace_id, crypto.digest(current_token))
+
+
+# Retried with the digest, not the token: the retry's frame holds its arguments, and
+# only a function marked with sensitive_variables has them hidden from error reports.
+@retry_on_conflict
+def _rotate_digest(workspace_id: int, old_digest: str) -> GroupRecord | None:
+    group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
+    if group is None:
+        return None
+    return _swap_token(group, old_digest)
+
+
+def rotate_group_token(group: UserGroup | GroupRecord) -> GroupRecord | None:
+    """Rotate the token ``group`` holds now (as loaded); None if it changed meanwhile."""
+    current = _read(sql.GROUP_BY_TOKEN_DIGEST, [group.workspace_id, group.token_digest])
+    if current is None:
+        return None
+    return _swap_token(current, group.token_digest)
+
+
+@sensitive_variables("token")
+def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
+    token = crypto.new_group_token()
+    token_digest = crypto.digest(token)
+    token_sealed = crypto.seal_token(token, token_digest)
+    now = timezone.now()
+    grace = usergroups_settings.ROTATION_GRACE_SECONDS
+    won = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
+        token_digest=token_digest,
+        token_sealed=token_sealed,
+        token_rotated_at=now,
+        updated_at=now,
+        previous_token_digest=old_digest if grace else None,
+        previous_token_valid_until=now + timedelta(seconds=grace) if grace else None,
+    )
+    if not won:
+        return None
+    rotated = replace(
+        group,
+        token_digest=token_digest,
+        token_sealed=token_sealed,
+        token_rotated_at=now,
+        updated_at=now,
+    )
+    send_on_commit(token_rotated, group=rotated)
+    logger.info("Rotated the token of user group team_id=%s", group.team_id)
+    return rotated
+
+
+def update_group(
+    workspace_id: int, provided_id: str, changes: dict[str, Any]
+) -> GroupRecord | None:
+    """Apply ``changes`` (name, properties, mapping, provided_id) to a group; None if unknown.
+
+    Given fields replace what is stored (a given mapping replaces the whole mapping);
+    absent ones stay. The row is locked for the transaction, so concurrent updates queue.
+    A rename to an id the workspace already has raises :class:`ProvidedIdTaken`.
+    """
+    groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
+    return _update(groups, changes)
+
+
+def update_group_by_team_id(team_id: int, changes: dict[str, Any]) -> GroupRecord | None:
+    """:func:`update_group` for the group of ``team_id`` (the admin's door)."""
+    return _update(UserGroup.objects.filter(pk=team_id), changes)
+
+
+_UPDATABLE = ("name", "properties", "provided_id")
+
+
+def _update(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
+    """A rename that meets a group holding its new id raises :class:`ProvidedIdTaken`; if
+    that group is gone by the time it is looked for, the id was freed meanwhile and the
+    update runs again (:data:`ATTEMPTS_WHEN_GONE` times in all)."""
+    error: IntegrityError | None = None
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        try:
+            record = _update_locked(groups, changes)
+            break
+        except IntegrityError as exc:
+            if "provided_id" not in changes:
+                raise  # not a rename: a bug, not bad input
+            if _provided_id_taken(groups, changes["provided_id"]):
+                raise ProvidedIdTaken(changes["provided_id"]) from None
+            error = exc
+    else:
+        assert error is not None
+        raise error  # the id was never found taken: the update fails for another reason
+    if record is None:
+        return None
+    send_on_commit(group_updated, group=record)
+    logger.info("Updated user group team_id=%s", record.team_id)
+    return record
+
+
+@retry_on_conflict
+def _update_locked(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
+    with _atomic():
+        group = groups.select_for_update().first()
+        if group is None:
+            return None
+        for field in _UPDATABLE:
+            if field in changes:
+                setattr(group, field, changes[field])
+        group.save(update_fields=[*(f for f in _UPDATABLE if f in changes), "updated_at"])
+        if "mapping" in changes:
+            _replace_mapping(group, changes["mapping"])
+        record = _read(sql.GROUP_BY_TEAM_ID, [group.team_id])
+    assert record is not None  # read in the transaction that holds the row's lock
+    return record
+
+
+def _provided_id_taken(groups: QuerySet[UserGroup], new_id: str) -> bool:
+    """Whether another group of the workspace holds ``new_id`` now (after a failed rename
+    of the group ``groups`` names; False if that group is gone itself)."""
+    current = groups.values_list("pk", "workspace_id").first()
+    if current is None:
+        return False
+    team_id, workspace_id = current
+    others = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=new_id)
+    return others.exclude(pk=team_id).exists()
+
+
+@sensitive_variables("token")
+def delete_group(
+    workspace_id: int, *, provided_id: str | None = None, token: str | None = None
+) -> GroupRecord | None:
+    """Delete the group named by ``provided_id`` or holding ``token``; None if unknown.
+
+    Returns the group as it was before the delete.
+    """
+    groups = UserGroup.objects.filter(workspace_id=workspace_id)
+    if provided_id is not None:
+        groups = groups.filter(provided_id=provided_id)
+    elif token is not None and crypto.looks_like_group_token(token):
+        groups = groups.filter(token_digest=crypto.digest(token))
+    else:
+        return None
+    return _delete(groups)
+
+
+def delete_group_by_team_id(team_id: int) -> GroupRecord | None:
+    """:func:`delete_group` for the group of ``team_id`` (the admin's door)."""
+    return _delete(UserGroup.objects.filter(pk=team_id))
+
+
+@retry_on_conflict  # given the digest, never the token (see _rotate_digest)
+def _delete(groups: QuerySet[UserGroup]) -> GroupRecord | None:
+    with _atomic():
+        team_id = groups.select_for_update().values_list("pk", flat=True).first()
+        if team_id is None:
+            return None
+        record = _read(sql.GROUP_BY_TEAM_ID, [team_id])
+        UserGroup.objects.filter(pk=team_id).delete()
+    assert record is not None  # read in the transaction that holds the row's lock
+    send_on_commit(group_deleted, group=record, team_id=record.team_id)
+    logger.info("Deleted user group team_id=%s", record.team_id)
+    return record
+
+
+def _listed(workspace_id: int, provided_id_prefix: str) -> QuerySet[UserGroup]:
+    groups = UserGroup.objects.filter(workspace_id=workspace_id)
+    if provided_id_prefix:
+        # Not __startswith: SQLite's LIKE ignores case. Equality is exact everywhere.
+        head = Left("provided_id", len(provided_id_prefix))
+        groups = groups.annotate(id_head=head).filter(id_head=provided_id_prefix)
+    return groups
+
+
+def count_groups(workspace_id: int, provided_id_prefix: str = "") -> int:
+    """How many groups the workspace has (whose id starts with ``provided_id_prefix``)."""
+    return _listed(workspace_id, provided_id_prefix).count()
+
+
+def list_groups(
+    workspace_id: int,
+    provided_id_prefix: str = "",
+    *,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[GroupRecord]:
+    """The workspace's groups (whose id starts with ``provided_id_prefix``), oldest first,
+    from ``offset``, at most ``limit``: two queries, the groups and their mappings."""
+    groups = _listed(workspace_id, provided_id_prefix).order_by("team_id")
+    stop = None if limit is None else offset + limit
+    rows = list(groups.values_list(*RECORD_FIELDS)[offset:stop])
+    if not rows:
+        return []
+    mappings: dict[int, list[tuple[str, str]]] = {row[0]: [] for row in rows}
+    pairs = SchemaMapping.objects.filter(group_id__in=list(mappings)).values_list(
+        "group_id", "schema_id", "data_source_id"
+    )
+    for team_id, schema_id, source in pairs:
+        mappings[team_id].append((schema_id, source))
+    return [GroupRecord.from_values(row, mappings[row[0]]) for row in rows]
+
+
+def reseal_tokens() -> tuple[int, int]:
+    """Reseal every group token with the current secret: ``(resealed, lost)``, where lost
+    tokens open with no configured secret (they still work, but cannot be shown)."""
+    resealed = lost = 0
+    groups = UserGroup.objects.only("team_id", "token_digest", "token_sealed")
+    for group in groups.iterator(chunk_size=1000):
+        token = crypto.unseal_token(group.token_sealed, group.token_digest)
+        if token is None:
+            lost += 1
+            continue
+        sealed = crypto.seal_token(token, group.token_digest)
+        if sealed != group.token_sealed:
+            UserGroup.objects.filter(pk=group.pk, token_digest=group.token_digest).update(
+                token_sealed=sealed
+            )
+            resealed += 1
+    if resealed:
+        logger.info("Resealed %s group token(s) with the current secret", resealed)
+    return resealed, lost

@@ -1,0 +1,225 @@
+"""Every hand-written SQL statement of the app, and the runner that prepares each once.
+
+On the hot path the ORM spends several times longer building and compiling a query than
+the database spends answering it (bench/RESULTS.md has the profile). The statements here
+never change shape, so each is written once per database (alias and vendor) from model
+metadata, by one builder style: a ``WHERE`` template naming columns by field name
+(``"{workspace} = %s"``) and the fields its parameters go to. Rows go through the
+converters the ORM applies, so they come back exactly as ``values_list`` gives them.
+tests/test_sql.py holds each statement's rows equal to the ORM's answer to the same
+question, on every database.
+
+A group statement selects :data:`~usergroups.records.RECORD_FIELDS` of the group, then
+``schema_id`` and ``data_source_id`` of its mappings (an outer join: a group without
+any has one row of NULLs there), ordered by group and schema id: the rows
+:meth:`~usergroups.records.GroupRecord.from_rows` reads.
+"""
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, NamedTuple
+
+from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import DateTimeField, Field, Model
+from django.db.models.expressions import Col
+
+from .models import APIKey, SchemaMapping, UserGroup
+from .records import RECORD_FIELDS
+
+Row = tuple[Any, ...]
+
+
+class Query(NamedTuple):
+    """A statement as one database writes it."""
+
+    sql: str
+    #: The model fields of the result columns, in order.
+    columns: list[Field]
+    #: The model fields each ``%s`` stands for, in order.
+    params: list[Field]
+
+
+class Table:
+    """A model's table under an alias, quoted for one database; ``table["name"]`` is
+    the aliased column of the field ``name``, so WHERE templates can name fields."""
+
+    def __init__(self, connection: BaseDatabaseWrapper, model: type[Model], alias: str) -> None:
+        self.connection, self.model, self.alias = connection, model, alias
+
+    def __str__(self) -> str:
+        return f"{self.connection.ops.quote_name(self.model._meta.db_table)} {self.alias}"
+
+    def field(self, name: str) -> Field:
+        field = self.model._meta.get_field(name)
+        if not isinstance(field, Field):  # a reverse relation has no column
+            raise TypeError(f"{self.model.__name__}.{name} is not a column")
+        return field
+
+    def __getitem__(self, name: str) -> str:
+        column = self.field(name).column
+        if column is None:  # not stored (e.g. a generic relation)
+            raise TypeError(f"{self.model.__name__}.{name} has no column")
+        return f"{self.alias}.{self.connection.ops.quote_name(column)}"
+
+
+class Statement:
+    """A fixed SELECT on ``model``'s table, written per database, run on a cursor.
+
+    ``where`` names columns by field name (``"{provided_id} = %s"``); ``params`` names
+    the field of each ``%s``, whose values are adapted as the ORM would (datetimes).
+    ``for_update`` locks the rows read, where the database can.
+    """
+
+    def __init__(
+        self,
+        model: type[Model],
+        where: str,
+        params: Sequence[str],
+        *,
+        for_update: bool = False,
+    ) -> None:
+        self.model = model
+        self.where = where
+        self.param_names = tuple(params)
+        self.for_update = for_update
+        self._prepared: dict[tuple[str, str], _Prepared] = {}
+
+    def build(self, connection: BaseDatabaseWrapper) -> Query:
+        table = Table(connection, self.model, "t")
+        columns = list(self.model._meta.concrete_fields)
+        select = ", ".join(table[field.name] for field in columns)
+        sql = f"SELECT {select} FROM {table} WHERE {self.where.format_map(table)}"
+        return Query(sql + self._lock(connection, table), columns, self._params(table))
+
+    def _params(self, table: Table) -> list[Field]:
+        return [table.field(name) for name in self.param_names]
+
+    def _lock(self, connection: BaseDatabaseWrapper, table: Table) -> str:
+        if not self.for_update or not connection.features.has_select_for_update:
+            return ""
+        # PostgreSQL refuses to lock the nullable side of an outer join: lock ``table``.
+        of = (table.alias,) if connection.features.has_select_for_update_of else ()
+        return " " + connection.ops.for_update_sql(of=of)
+
+    def fetch(self, params: Sequence[Any]) -> tuple[str, list[Row]]:
+        """``(database alias, rows)`` for ``params``, read where the ORM would read."""
+        if self.for_update:
+            using = router.db_for_write(self.model)
+        else:
+            using = router.db_for_read(self.model)
+        connection = connections[using]
+        key = (using, connection.vendor)
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = self._prepared[key] = _Prepared.of(self.build(connection), connection)
+        if prepared.adapters:
+            params = [
+                adapt(value) if adapt else value
+                for value, adapt in zip(params, prepared.adapters, strict=True)
+            ]
+        with connection.cursor() as cursor:
+            cursor.execute(prepared.sql, params)
+            rows = list(cursor.fetchall())  # mysqlclient gives a tuple
+        if prepared.converters and rows:
+            rows = [prepared.convert(row, connection) for row in rows]
+        return using, rows
+
+
+class GroupStatement(Statement):
+    """A SELECT of groups (alias ``g``) with their mappings (alias ``m``)."""
+
+    def __init__(self, where: str, params: Sequence[str], *, for_update: bool = False) -> None:
+        super().__init__(UserGroup, where, params, for_update=for_update)
+
+    def build(self, connection: BaseDatabaseWrapper) -> Query:
+        group = Table(connection, UserGroup, "g")
+        mapping = Table(connection, SchemaMapping, "m")
+        mapping_fields = ("schema_id", "data_source_id")
+        columns = [group.field(name) for name in RECORD_FIELDS]
+        columns += [mapping.field(name) for name in mapping_fields]
+        select = ", ".join(
+            [*(group[name] for name in RECORD_FIELDS), *(mapping[name] for name in mapping_fields)]
+        )
+        sql = (
+            f"SELECT {select} FROM {group}"
+            f" LEFT OUTER JOIN {mapping} ON {mapping['group']} = {group['team_id']}"
+            f" WHERE {self.where.format_map(group)}"
+            f" ORDER BY {group['team_id']}, {mapping['schema_id']}"
+        )
+        return Query(sql + self._lock(connection, group), columns, self._params(group))
+
+
+Converter = tuple[int, list[Any], Col]
+
+
+class _Prepared(NamedTuple):
+    sql: str
+    converters: list[Converter]
+    adapters: list[Any] | None
+
+    @classmethod
+    def of(cls, query: Query, connection: BaseDatabaseWrapper) -> "_Prepared":
+        converters = []
+        for index, field in enumerate(query.columns):
+            column = field.get_col(field.model._meta.db_table)
+            functions = connection.ops.get_db_converters(column) + column.get_db_converters(
+                connection
+            )
+            if functions:
+                converters.append((index, functions, column))
+        adapters = [_adapter(field, connection) for field in query.params]
+        return cls(query.sql, converters, adapters if any(adapters) else None)
+
+    def convert(self, row: Row, connection: BaseDatabaseWrapper) -> Row:
+        values = list(row)
+        for index, functions, column in self.converters:
+            value = values[index]
+            for function in functions:
+                value = function(value, column, connection)
+            values[index] = value
+        return tuple(values)
+
+
+def _adapter(field: Field, connection: BaseDatabaseWrapper) -> Any:
+    """How the ORM turns a value for ``field`` into a parameter, where it is not as is."""
+    if isinstance(field, DateTimeField):
+        return partial(field.get_db_prep_value, connection=connection)
+    return None
+
+
+# --- The statements ------------------------------------------------------------------------
+
+#: A group by its caller's id: get-or-create's one query.
+GROUP_BY_PROVIDED_ID = GroupStatement(
+    "{workspace} = %s AND {provided_id} = %s", ["workspace", "provided_id"]
+)
+#: The same, locking: reads the winner of a lost insert race even inside a REPEATABLE
+#: READ transaction (MySQL, MariaDB), where a plain read may see an older snapshot.
+GROUP_BY_PROVIDED_ID_FOR_UPDATE = GroupStatement(
+    "{workspace} = %s AND {provided_id} = %s", ["workspace", "provided_id"], for_update=True
+)
+#: A group by its current token's digest: the read before a rotation.
+GROUP_BY_TOKEN_DIGEST = GroupStatement(
+    "{workspace} = %s AND {token_digest} = %s", ["workspace", "token_digest"]
+)
+#: A group by its internal id: the read after an update, and before a delete.
+GROUP_BY_TEAM_ID = GroupStatement("{team_id} = %s", ["team_id"])
+#: The group a token resolves to: its current token, or its previous one until then.
+GROUP_BY_TOKEN = GroupStatement(
+    "({token_digest} = %s OR ({previous_token_digest} = %s AND {previous_token_valid_until} > %s))",
+    ["token_digest", "previous_token_digest", "previous_token_valid_until"],
+)
+#: An API key's whole row by the digest of the whole key, as
+#: ``APIKey.objects.get(digest=...)`` loads it (never by its prefix: see keys.find_api_key).
+API_KEY_BY_DIGEST = Statement(APIKey, "{digest} = %s", ["digest"])
+
+#: Every statement, for tests/test_sql.py.
+STATEMENTS = {
+    "GROUP_BY_PROVIDED_ID": GROUP_BY_PROVIDED_ID,
+    "GROUP_BY_PROVIDED_ID_FOR_UPDATE": GROUP_BY_PROVIDED_ID_FOR_UPDATE,
+    "GROUP_BY_TOKEN_DIGEST": GROUP_BY_TOKEN_DIGEST,
+    "GROUP_BY_TEAM_ID": GROUP_BY_TEAM_ID,
+    "GROUP_BY_TOKEN": GROUP_BY_TOKEN,
+    "API_KEY_BY_DIGEST": API_KEY_BY_DIGEST,
+}
