@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support import HOST  # noqa: E402
-from tests.support.deployment import manage, server_env  # noqa: E402
+from tests.support.deployment import migrated_site  # noqa: E402
 from tests.support.gunicorn import Gunicorn  # noqa: E402
 
 DATABASE = "faults"
@@ -208,9 +208,7 @@ def main() -> int:
     log_path = work / "gunicorn.log"
     log_path.unlink(missing_ok=True)
     recreate_database()
-    env = server_env(DATABASE_URL)
-    manage(env, "migrate", "--noinput")
-    key = manage(env, "create_api_key", "--workspace", WORKSPACE).strip()
+    env, key = migrated_site(DATABASE_URL, WORKSPACE)
     run_id = f"{int(time.time())}"
 
     server = Gunicorn(env, log_path, 3, "--max-requests", "0")

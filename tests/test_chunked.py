@@ -25,7 +25,7 @@ from django.test import override_settings
 from tests.support import HOST
 from tests.support.api import API_URL, assert_error, send
 from tests.support.db_state import database_unchanged
-from tests.support.deployment import manage, server_env
+from tests.support.deployment import migrated_site
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from tests.support.gunicorn import Gunicorn
 from usergroups.models import UserGroup
@@ -86,9 +86,7 @@ def as_json(value) -> bytes:
 @pytest.fixture(scope="module")
 def gunicorn(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("chunked")
-    env = server_env(f"sqlite:///{tmp / 'db.sqlite3'}")
-    manage(env, "migrate", "--noinput")
-    key = manage(env, "create_api_key", "--workspace", "chunked").strip()
+    env, key = migrated_site(f"sqlite:///{tmp / 'db.sqlite3'}", "chunked")
     with Gunicorn(env, tmp / "gunicorn.log", 2) as server:
         server.key = key
         yield server

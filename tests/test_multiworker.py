@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.deployment import manage, server_env
+from tests.support.deployment import migrated_site
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
 
@@ -52,9 +52,7 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("live")
-    env = server_env(f"sqlite:///{tmp / 'db.sqlite3'}")
-    manage(env, "migrate", "--noinput")
-    key = manage(env, "create_api_key", "--workspace", "live").strip()
+    env, key = migrated_site(f"sqlite:///{tmp / 'db.sqlite3'}", "live")
     gunicorn = Gunicorn(env, tmp / "gunicorn.log", WORKERS)
     with gunicorn:
         yield Server(gunicorn.base_url, key, tmp / "db.sqlite3")

@@ -28,7 +28,7 @@ from typing import NoReturn
 import pytest
 
 from tests.support import HOST, services
-from tests.support.deployment import manage, server_env
+from tests.support.deployment import migrated_site
 from tests.support.gunicorn import Gunicorn
 
 pytestmark = pytest.mark.live
@@ -110,9 +110,7 @@ def race_server(request, tmp_path):
         "mariadb": mariadb_database,
     }
     with databases[request.param]() as url:
-        env = server_env(url)
-        manage(env, "migrate", "--noinput")
-        key = manage(env, "create_api_key", "--workspace", "race").strip()
+        env, key = migrated_site(url, "race")
         with Gunicorn(env, tmp_path / "gunicorn.log", WORKERS, "--max-requests", "0") as server:
             server.key = key
             yield server

@@ -56,3 +56,11 @@ def run_python(env: dict[str, str], *args: str, timeout: float | None = 120) -> 
 def manage(env: dict[str, str], *args: str, timeout: float | None = 120) -> str:
     """``manage.py ARGS`` in a subprocess; its stdout. Raises on a non-zero exit."""
     return run_python(env, "manage.py", *args, timeout=timeout)
+
+
+def migrated_site(database_url: str, workspace: str) -> tuple[dict[str, str], str]:
+    """The environment of an example project on ``database_url``, migrated, and a new API
+    key of ``workspace`` (made with ``create_api_key``, as a deployment would)."""
+    env = server_env(database_url)
+    manage(env, "migrate", "--noinput")
+    return env, manage(env, "create_api_key", "--workspace", workspace).strip()
