@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
@@ -54,7 +55,9 @@ class AuthorizationHeaderAuthentication(BaseAuthentication):
         return self.authenticate_credentials(credential)
 
     def header_error(self) -> str:
-        return f"Use the header 'Authorization: {self.keyword} <credential>'."
+        return _("Use the header 'Authorization: %(keyword)s <credential>'.") % {
+            "keyword": self.keyword
+        }
 
     def authenticate_credentials(self, credential: str) -> tuple[Any, Any]:
         raise NotImplementedError
@@ -75,18 +78,20 @@ class APIKeyAuthentication(AuthorizationHeaderAuthentication):
     lookup: Callable[[str], APIKey | None] = staticmethod(keys.find_api_key)
 
     def header_error(self) -> str:
-        return f"Use the header 'Authorization: {self.keyword} <API key>'."
+        return _("Use the header 'Authorization: %(keyword)s <API key>'.") % {
+            "keyword": self.keyword
+        }
 
     @sensitive_variables("credential")
     def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, APIKey]:
         api_key = self.lookup(credential)
         if api_key is None:
-            raise AuthenticationFailed("Invalid API key.")
+            raise AuthenticationFailed(_("Invalid API key."))
         if api_key.is_revoked:
             logger.info("Refused revoked API key %s", api_key.prefix)
-            raise AuthenticationFailed("This API key has been revoked.")
+            raise AuthenticationFailed(_("This API key has been revoked."))
         if api_key.is_expired:
             logger.info("Refused expired API key %s", api_key.prefix)
-            raise AuthenticationFailed("This API key has expired.")
+            raise AuthenticationFailed(_("This API key has expired."))
         keys.record_use(api_key, usergroups_settings.KEY_LAST_USED_INTERVAL_SECONDS)
         return AnonymousUser(), api_key

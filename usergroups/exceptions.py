@@ -7,13 +7,14 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
+from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 
 class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "The request body is too large."
+    default_detail = _("The request body is too large.")
     default_code = "request_too_large"
 
 
@@ -21,7 +22,7 @@ class LengthRequired(exceptions.APIException):
     """A chunked body this server hands over unsized, so it cannot be read (usergroups.chunked)."""
 
     status_code = status.HTTP_411_LENGTH_REQUIRED
-    default_detail = "This server cannot read a chunked body; send Content-Length."
+    default_detail = _("This server cannot read a chunked body; send Content-Length.")
     default_code = "length_required"
 
 
@@ -29,7 +30,7 @@ class TokenUnavailable(exceptions.APIException):
     """The group's token was sealed with a secret this server no longer has."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "The token of this user group cannot be shown; rotate it."
+    default_detail = _("The token of this user group cannot be shown; rotate it.")
     default_code = "token_unavailable"
 
 
@@ -37,7 +38,7 @@ class ServiceUnavailable(exceptions.APIException):
     """The database failed mid-request: connection lost, lock timeout, deadlock."""
 
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "The database is unavailable; try again."
+    default_detail = _("The database is unavailable; try again.")
     default_code = "service_unavailable"
     wait = 1  # seconds, sent as Retry-After
 
@@ -65,7 +66,7 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
     if isinstance(exc, RequestDataTooBig):
         return RequestTooLarge()
     if isinstance(exc, SuspiciousOperation):  # e.g. too many query string fields
-        return exceptions.ParseError("The request could not be read.")
+        return exceptions.ParseError(_("The request could not be read."))
     return None
 
 
@@ -87,7 +88,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         detail = api_exc.detail
         if not isinstance(detail, dict):
             detail = {"non_field_errors": detail}
-        error["message"] = "Invalid input."
+        error["message"] = str(_("Invalid input."))
         error["fields"] = {name: _messages(value) for name, value in detail.items()}
     else:
         error["message"] = " ".join(_messages(api_exc.detail))

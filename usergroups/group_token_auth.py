@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from django.contrib.auth.models import AnonymousUser
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -47,5 +48,5 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, GroupRecord]:
         group = self.lookup(credential)
         if group is None:
-            raise AuthenticationFailed("Invalid or rotated group token.")
+            raise AuthenticationFailed(_("Invalid or rotated group token."))
         return AnonymousUser(), group

@@ -4,6 +4,7 @@ import json
 from collections.abc import Mapping
 from typing import IO, Any
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
@@ -27,13 +28,13 @@ def loads_strict(text: str | bytes, max_depth: int) -> Any:
             text = text.decode("utf-8")
         value = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        raise ValueError("JSON is nested too deep.")
+        raise ValueError(_("JSON is nested too deep."))
     except UnicodeDecodeError:
-        raise ValueError("JSON must be encoded as UTF-8.")
+        raise ValueError(_("JSON must be encoded as UTF-8."))
     except ValueError as exc:
-        raise ValueError(f"Invalid JSON: {exc}")
+        raise ValueError(_("Invalid JSON: %(reason)s") % {"reason": exc})
     if json_depth(value) > max_depth:
-        raise ValueError("JSON is nested too deep.")
+        raise ValueError(_("JSON is nested too deep."))
     return value
 
 
@@ -69,5 +70,5 @@ class JSONObjectParser(BaseParser):
         except ValueError as exc:
             raise ParseError(str(exc))
         if not isinstance(value, dict):
-            raise ParseError("The body must be a JSON object.")
+            raise ParseError(_("The body must be a JSON object."))
         return value

@@ -12,9 +12,10 @@ from django.core.exceptions import TooManyFieldsSent
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from django.utils.datastructures import MultiValueDict
+from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError
 
-NOT_UTF8 = "Must be percent-encoded UTF-8."
+NOT_UTF8 = _("Must be percent-encoded UTF-8.")
 
 
 def query_params(request: HttpRequest) -> MultiValueDict[str, str]:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 
 from .conf import usergroups_settings
 from .fields import compact_json
@@ -18,31 +19,37 @@ MAX_ID_LENGTH = 255
 def check_text(value: str, max_length: int = MAX_ID_LENGTH, *, allow_empty: bool = False) -> str:
     """A string the database can store as given: bounded, no NUL, no lone surrogate."""
     if not isinstance(value, str):
-        raise ValidationError("Must be a string.", code="invalid")
+        raise ValidationError(_("Must be a string."), code="invalid")
     if not value and not allow_empty:
-        raise ValidationError("Must not be empty.", code="blank")
+        raise ValidationError(_("Must not be empty."), code="blank")
     if len(value) > max_length:
-        raise ValidationError(f"Must be at most {max_length} characters.", code="max_length")
+        raise ValidationError(
+            _("Must be at most %(limit)s characters.") % {"limit": max_length}, code="max_length"
+        )
     _check_storable(value)
     return value
 
 
 def _check_storable(text: str) -> None:
     if "\x00" in text:
-        raise ValidationError("Must not contain NUL characters.", code="null_characters")
+        raise ValidationError(_("Must not contain NUL characters."), code="null_characters")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValidationError("Must be valid Unicode (no lone surrogates).", code="surrogates")
+        raise ValidationError(_("Must be valid Unicode (no lone surrogates)."), code="surrogates")
 
 
 def validate_mapping(value: Any) -> dict[str, str]:
     """Schema id -> data source id; an integer data source id becomes its decimal string."""
     if not isinstance(value, dict):
-        raise ValidationError("Must be an object of schema id to data source id.", code="invalid")
+        raise ValidationError(
+            _("Must be an object of schema id to data source id."), code="invalid"
+        )
     limit = usergroups_settings.MAX_MAPPING_ENTRIES
     if len(value) > limit:
-        raise ValidationError(f"Must map at most {limit} schema ids.", code="max_length")
+        raise ValidationError(
+            _("Must map at most %(limit)s schema ids.") % {"limit": limit}, code="max_length"
+        )
     mapping = {}
     for schema_id, source in value.items():
         if isinstance(source, int) and not isinstance(source, bool):
@@ -51,10 +58,12 @@ def validate_mapping(value: Any) -> dict[str, str]:
             check_text(schema_id)
             check_text(source)
         except ValidationError as exc:
+            message = _(
+                "Schema ids and data source ids must be non-empty strings of at most "
+                "%(limit)s characters without NUL (%(reason)s)"
+            )
             raise ValidationError(
-                f"Schema ids and data source ids must be non-empty strings of at most "
-                f"{MAX_ID_LENGTH} characters without NUL ({exc.messages[0]})",
-                code="invalid",
+                message % {"limit": MAX_ID_LENGTH, "reason": exc.messages[0]}, code="invalid"
             )
         mapping[schema_id] = source
     return mapping
@@ -94,10 +103,12 @@ def _strings_in(value: Any) -> Iterator[str]:
 def validate_properties(value: Any) -> dict[str, Any]:
     """A JSON object within the size and depth limits, storable on every database."""
     if not isinstance(value, dict):
-        raise ValidationError("Must be a JSON object.", code="invalid")
+        raise ValidationError(_("Must be a JSON object."), code="invalid")
     max_depth = usergroups_settings.MAX_PROPERTIES_DEPTH
     if json_depth(value) > max_depth:
-        raise ValidationError(f"Must be nested at most {max_depth} deep.", code="too_deep")
+        raise ValidationError(
+            _("Must be nested at most %(depth)s deep.") % {"depth": max_depth}, code="too_deep"
+        )
     for text in _strings_in(value):
         _check_storable(text)
     max_bytes = usergroups_settings.MAX_PROPERTIES_BYTES
@@ -105,7 +116,9 @@ def validate_properties(value: Any) -> dict[str, Any]:
         # Measured in the form it is stored and read back in (JSONTextField).
         size = len(compact_json(value).encode())
     except ValueError:
-        raise ValidationError("Must not contain NaN or Infinity.", code="invalid")
+        raise ValidationError(_("Must not contain NaN or Infinity."), code="invalid")
     if size > max_bytes:
-        raise ValidationError(f"Must be at most {max_bytes} bytes as JSON.", code="too_large")
+        raise ValidationError(
+            _("Must be at most %(limit)s bytes as JSON.") % {"limit": max_bytes}, code="too_large"
+        )
     return value
