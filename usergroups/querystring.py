@@ -44,17 +44,17 @@ def parse_query_string(raw: bytes) -> MultiValueDict:
     for pair in pairs:
         if not pair:
             continue
-        raw_name, _, raw_value = pair.partition(b"=")
+        raw_name, _separator, raw_value = pair.partition(b"=")
         try:
             name = _decode(raw_name)
         except UnicodeDecodeError:
             # Named as sent: the name cannot be shown decoded.
-            errors[raw_name.decode("ascii", "backslashreplace")] = [NOT_UTF8]
+            errors[raw_name.decode("ascii", "backslashreplace")] = [str(NOT_UTF8)]
             continue
         try:
             params.appendlist(name, _decode(raw_value))
         except UnicodeDecodeError:
-            errors[name] = [NOT_UTF8]
+            errors[name] = [str(NOT_UTF8)]
     if errors:
         raise ValidationError(errors)
     return params
