@@ -1,4 +1,5 @@
-"""API keys: their whole lifecycle, issue, lookup, use, change, revocation and deletion.
+"""API keys: their whole lifecycle, issue, lookup, use, change, rotation, revocation and
+deletion.
 
 The authentication class, the admin and the management commands all go through here,
 so a key is made, checked and retired the same way from every door, and every change is
@@ -10,11 +11,14 @@ import hmac
 import logging
 from datetime import timedelta
 
+from django.db import router, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from .. import crypto, sql
 from ..models import APIKey
+from ..scopes import SCOPES, field_name
+from ..signals import api_key_rotated, send_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +28,9 @@ _KEY_FIELDS = [field.attname for field in APIKey._meta.concrete_fields]
 
 @sensitive_variables("key")
 def issue_key(row: APIKey) -> str:
-    """Make a new key for ``row`` (unsaved, with its workspace, name and expiry set),
-    save the row, and return the key: shown once, never stored."""
+    """Make a new key for ``row`` (unsaved, with its workspace, name, expiry and scopes
+    set: all four unless narrowed), save the row, and return the key: shown once, never
+    stored."""
     key = crypto.new_api_key()
     row.prefix = key[: crypto.KEY_LOOKUP_LENGTH]
     row.digest = crypto.digest(key)
@@ -74,12 +79,66 @@ def record_use(api_key: APIKey, interval_seconds: int) -> None:
         APIKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
 
 
+#: What a person may change on a key: its name, its expiry, its scopes (narrowed only:
+#: the admin's form never offers a scope the key lacks).
+EDITABLE_FIELDS = frozenset({"name", "expires_at", *(field_name(scope) for scope in SCOPES)})
+
+
 def change_key(api_key: APIKey, fields: list[str]) -> None:
-    """Save the ``fields`` of ``api_key`` a person may change (name, expiry), and only
-    them, so a revocation made meanwhile is never written back."""
-    editable = [name for name in fields if name in {"name", "expires_at"}]
+    """Save the ``fields`` of ``api_key`` a person may change (:data:`EDITABLE_FIELDS`),
+    and only them, so a revocation made meanwhile is never written back."""
+    editable = [name for name in fields if name in EDITABLE_FIELDS]
     api_key.save(update_fields=editable)
     logger.info("Changed API key %s… (%s)", api_key.prefix, ", ".join(editable) or "nothing")
+
+
+class KeyNotRotatable(Exception):
+    """The key is revoked or expired (or gone): there is nothing to replace."""
+
+
+@sensitive_variables("key")
+def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
+    """Replace ``api_key``: ``(new row, new key)``, the key shown once, never stored.
+
+    The new key has the old one's workspace, name and scopes, and no expiry. The old
+    key keeps working for ``grace`` (its expiry is brought forward to then, never put
+    back), or is revoked at once when ``grace`` is zero. The old row is locked while
+    this happens, so of two concurrent rotations of one key that end it at once, one
+    fails with :class:`KeyNotRotatable`. ``api_key_rotated`` is sent after commit.
+    """
+    if grace < timedelta(0):
+        raise ValueError("The grace period cannot be negative.")
+    with transaction.atomic(using=router.db_for_write(APIKey)):
+        old = APIKey.objects.select_for_update().filter(pk=api_key.pk).first()
+        if old is None or old.is_revoked or old.is_expired:
+            raise KeyNotRotatable(f"API key {api_key.prefix}… is revoked or expired.")
+        new = APIKey(workspace_id=old.workspace_id, name=old.name)
+        new.set_scopes(old.scopes)
+        key = issue_key(new)
+        if grace:
+            end = timezone.now() + grace
+            if old.expires_at is None or old.expires_at > end:
+                old.expires_at = end
+                APIKey.objects.filter(pk=old.pk).update(expires_at=end)
+            valid_until = old.expires_at
+        else:
+            revoke_key(old)
+            valid_until = old.revoked_at
+        send_on_commit(
+            api_key_rotated,
+            sender=APIKey,
+            old_key=old,
+            new_key=new,
+            old_key_valid_until=valid_until,
+        )
+    logger.info(
+        "Rotated API key %s… to %s…; the old key works until %s",
+        old.prefix,
+        new.prefix,
+        valid_until.isoformat() if valid_until else "now",
+    )
+    api_key.expires_at, api_key.revoked_at = old.expires_at, old.revoked_at
+    return new, key
 
 
 def revoke_key(api_key: APIKey) -> None:
