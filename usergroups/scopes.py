@@ -28,7 +28,7 @@ def parse_scopes(text: str) -> frozenset[str]:
     Raises ValueError naming the unknown ones, or when the list names none: a key
     that may do nothing is a mistake, not a choice.
     """
-    names = [part.strip().lower() for part in text.split(",") if part.strip()]
+    names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = sorted(set(names) - set(SCOPES))
     if unknown:
         raise ValueError(
