@@ -116,14 +116,15 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
         new.set_scopes(old.scopes)
         key = issue_key(new)
         if grace:
-            end = timezone.now() + grace
-            if old.expires_at is None or old.expires_at > end:
-                old.expires_at = end
-                APIKey.objects.filter(pk=old.pk).update(expires_at=end)
-            valid_until = old.expires_at
+            valid_until = timezone.now() + grace
+            if old.expires_at is not None and old.expires_at <= valid_until:
+                valid_until = old.expires_at  # never put back
+            else:
+                old.expires_at = valid_until
+                APIKey.objects.filter(pk=old.pk).update(expires_at=valid_until)
         else:
             revoke_key(old)
-            valid_until = old.revoked_at
+            valid_until = old.revoked_at or timezone.now()
         send_on_commit(
             api_key_rotated,
             sender=APIKey,
@@ -135,7 +136,7 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
         "Rotated API key %s… to %s…; the old key works until %s",
         old.prefix,
         new.prefix,
-        valid_until.isoformat() if valid_until else "now",
+        valid_until.isoformat(),
     )
     api_key.expires_at, api_key.revoked_at = old.expires_at, old.revoked_at
     return new, key
