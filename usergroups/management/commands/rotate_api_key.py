@@ -46,8 +46,8 @@ class Command(BaseCommand):
                 f"API key {row.prefix}… is revoked or expired: create a new key instead."
             )
         until = (
-            f"keeps working until {row.expires_at:%Y-%m-%d %H:%M:%S %Z}"
-            if grace_hours
+            f"keeps working until {row.expires_at.isoformat(timespec='seconds')}"
+            if grace_hours and row.expires_at
             else "is revoked"
         )
         self.stderr.write(
