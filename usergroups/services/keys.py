@@ -136,7 +136,7 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
         "Rotated API key %s… to %s…; the old key works until %s",
         old.prefix,
         new.prefix,
-        valid_until.isoformat(),
+        valid_until.isoformat(timespec="seconds"),
     )
     api_key.expires_at, api_key.revoked_at = old.expires_at, old.revoked_at
     return new, key
