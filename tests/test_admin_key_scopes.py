@@ -51,7 +51,9 @@ def test_the_add_page_offers_every_scope_ticked(admin_client):
 
 def test_a_key_created_with_fewer_scopes_holds_only_them(admin_client, workspace):
     response = create_key(admin_client, workspace, scopes=["read", "embed"])
-    (key,) = KEY_SHAPE.findall(response.content.decode())
+    html = response.content.decode()
+    (key,) = KEY_SHAPE.findall(html)
+    assert '<label>Scopes:</label><div class="readonly">read, embed</div>' in html
     assert APIKey.objects.get().scopes == {"read", "embed"}
     assert api_status(key) == 403  # "probe" would be created: write is needed
 

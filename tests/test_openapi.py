@@ -5,6 +5,9 @@ import yaml
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from usergroups.openapi import LIST_OPERATION, OPERATIONS
+from usergroups.views import UserGroupListView, UserGroupView
+
 
 @pytest.fixture(scope="module")
 def schema():
@@ -129,9 +132,6 @@ def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, me
 def test_the_documented_scopes_are_the_ones_the_views_check():
     """x-scopes of PUT, DELETE, POST and the list are the scopes HasScope checks; GET of
     /api/user, checked by the service, may need either of its two."""
-    from usergroups.openapi import LIST_OPERATION, OPERATIONS
-    from usergroups.views import UserGroupListView, UserGroupView
-
     for method, scope in UserGroupView.required_scopes.items():
         assert OPERATIONS[method]["scopes"] == [scope]
     assert "GET" not in UserGroupView.required_scopes

@@ -228,6 +228,7 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
             "opts": opts,
             "app_label": opts.app_label,
             "api_key": obj,
+            "scopes": self.scope_names(obj),
             "secret": secret_html(key, element_id="new-api-key", label="API key", revealed=True),
             "media": self.media,
             "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
