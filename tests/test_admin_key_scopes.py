@@ -14,6 +14,8 @@ from django.utils import timezone
 from tests.support.admin import admin_url, create_key, staff_client
 from tests.support.api import assert_error, client_for, get_or_create
 from tests.support.factories import APIKeyFactory
+from usergroups import services
+from usergroups.admin.forms import APIKeyChangeForm
 from usergroups.models import APIKey
 from usergroups.scopes import SCOPES
 
@@ -142,6 +144,30 @@ def test_widening_is_refused(admin_client, workspace):
         response.content.decode()
     )
     assert APIKey.objects.get().scopes == {"read"}
+
+
+def test_a_scope_taken_meanwhile_is_never_written_back(admin_client, workspace, monkeypatch):
+    """Another admin takes write while this page, which still offers it ticked, is being
+    saved: the key stays without write (like a revocation, never undone by an edit)."""
+    key = scoped_key(workspace, "read", "write")
+    original_clean = APIKeyChangeForm.clean
+
+    def clean_while_someone_narrows(form):
+        APIKey.objects.filter(pk=key.pk).update(scope_write=False)
+        return original_clean(form)
+
+    monkeypatch.setattr(APIKeyChangeForm, "clean", clean_while_someone_narrows)
+    data = {**change_data(key, ["read", "write"]), "name": "Renamed"}
+    response = admin_client.post(admin_url("apikey", "change", key.pk), data)
+    assert response.status_code == 302
+    stored = APIKey.objects.get()
+    assert stored.name == "Renamed" and stored.scopes == {"read"}
+
+
+def test_narrow_scopes_takes_and_never_gives(workspace):
+    key = scoped_key(workspace, "read", "rotate")
+    services.keys.narrow_scopes(key, {"read", "write", "embed"})
+    assert APIKey.objects.get().scopes == {"read"} == key.scopes
 
 
 def test_staff_who_may_only_view_see_the_scopes_read_only(workspace):

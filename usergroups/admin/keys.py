@@ -197,14 +197,12 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
     # Writes go through usergroups.services.keys, as the API's and the commands' do.
 
     def save_model(self, request: HttpRequest, obj: APIKey, form: Any, change: Any) -> None:
-        fields = [name for name in form.fields if name != "scopes"]
-        if "scopes" in form.cleaned_data:
-            # The change form offers only the scopes the key holds: this narrows, never widens.
-            obj.set_scopes(set(form.cleaned_data["scopes"]))
-            fields += [field_name(scope) for scope in SCOPES]
+        scopes = set(form.cleaned_data["scopes"])
         if change:
-            keys.change_key(obj, fields)
+            keys.change_key(obj, list(form.fields))
+            keys.narrow_scopes(obj, scopes)  # takes the unticked ones; never gives one
         else:
+            obj.set_scopes(scopes)
             _NEW_KEYS[obj] = keys.issue_key(obj)
 
     def delete_model(self, request: HttpRequest, obj: APIKey) -> None:

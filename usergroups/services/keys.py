@@ -79,17 +79,30 @@ def record_use(api_key: APIKey, interval_seconds: int) -> None:
         APIKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
 
 
-#: What a person may change on a key: its name, its expiry, its scopes (narrowed only:
-#: the admin's form never offers a scope the key lacks).
-EDITABLE_FIELDS = frozenset({"name", "expires_at", *(field_name(scope) for scope in SCOPES)})
-
-
 def change_key(api_key: APIKey, fields: list[str]) -> None:
-    """Save the ``fields`` of ``api_key`` a person may change (:data:`EDITABLE_FIELDS`),
-    and only them, so a revocation made meanwhile is never written back."""
-    editable = [name for name in fields if name in EDITABLE_FIELDS]
+    """Save the ``fields`` of ``api_key`` a person may change (name, expiry), and only
+    them, so a revocation made meanwhile is never written back. Scopes change only
+    through :func:`narrow_scopes`."""
+    editable = [name for name in fields if name in {"name", "expires_at"}]
     api_key.save(update_fields=editable)
     logger.info("Changed API key %s… (%s)", api_key.prefix, ", ".join(editable) or "nothing")
+
+
+def narrow_scopes(api_key: APIKey, keep: set[str] | frozenset[str]) -> None:
+    """Take from ``api_key`` every scope not in ``keep``; never give one.
+
+    Only the scopes taken are written, each set to false: a scope the key lacks stays
+    lacking whatever ``keep`` says, and one taken meanwhile by someone else (another
+    admin page) is never written back.
+    """
+    taken = [scope for scope in SCOPES if scope not in keep and api_key.has_scope(scope)]
+    if not taken:
+        return
+    fields = {field_name(scope): False for scope in taken}
+    for name, value in fields.items():
+        setattr(api_key, name, value)
+    APIKey.objects.filter(pk=api_key.pk).update(**fields)
+    logger.info("Narrowed API key %s…: took %s", api_key.prefix, ", ".join(taken))
 
 
 class KeyNotRotatable(Exception):
