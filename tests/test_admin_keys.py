@@ -15,6 +15,7 @@ from tests.support.api import API_URL
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from usergroups import crypto
 from usergroups.models import APIKey
+from usergroups.scopes import SCOPES
 from usergroups.services import keys
 
 pytestmark = pytest.mark.django_db
@@ -209,7 +210,13 @@ def test_revoked_key_is_read_only_and_stays_revoked(admin_client, api_key):
 
 def test_editing_an_active_key_never_writes_back_a_revocation(admin_client, api_key):
     change_url = admin_url("apikey", "change", api_key.pk)
-    data = {"name": "Renamed", "expires_at_0": "", "expires_at_1": "", "revoked_at": ""}
+    data = {
+        "name": "Renamed",
+        "expires_at_0": "",
+        "expires_at_1": "",
+        "revoked_at": "",
+        "scopes": list(SCOPES),
+    }
     from usergroups.admin.forms import APIKeyChangeForm
 
     original_clean = APIKeyChangeForm.clean

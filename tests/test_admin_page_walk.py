@@ -203,6 +203,22 @@ def test_no_page_shows_a_secret_to_staff_without_view_token(world):
     walk.keep("POST apikey add", response, allowed=frozenset([new_key]))
     secrets.add_key(new_key)
     secrets.snapshot()
+    used_key = world["keys"][1]
+    response = walk.client.post(
+        admin_url("apikey", "changelist"),
+        {
+            "action": "rotate_keys",
+            "post": "yes",
+            "grace_hours": "1",
+            ACTION_CHECKBOX_NAME: [used_key.pk],
+        },
+    )
+    rotated_keys = frozenset(KEY_SHAPE.findall(response.content.decode()))
+    assert len(rotated_keys) == 1 and used_key.key not in rotated_keys
+    walk.keep("POST apikey rotate_keys", response, allowed=rotated_keys)
+    for key in rotated_keys:
+        secrets.add_key(key)
+    secrets.snapshot()
     walk.post(admin_url("usergroup", "delete", mapped.pk), {"post": "yes"})
     assert not UserGroup.objects.filter(pk=mapped.pk).exists()
 

@@ -1,4 +1,4 @@
-"""``create_api_key``, ``revoke_api_key`` and ``reseal_group_tokens`` as an operator
+"""``create_api_key``, ``rotate_api_key``, ``revoke_api_key`` and ``reseal_group_tokens`` as an operator
 (or a script) sees them: what they print where, and what the API does afterwards."""
 
 import io
@@ -20,6 +20,7 @@ from tests.support.api import client_for, get_or_create, status_and_body
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
 from usergroups.models import APIKey, Workspace
+from usergroups.scopes import SCOPES
 
 ACME = {"user_group_id": "acme"}
 KEY_LINE = re.compile(r"^ugk_[A-Za-z0-9_-]{43}$")
@@ -148,6 +149,13 @@ def test_create_api_key_in_a_real_process_prints_one_line(tmp_path):
     assert done.stdout.rstrip("\n") not in done.stderr
     failed = manage("create_api_key", "--expires-in-days", "0")
     assert failed.returncode != 0 and failed.stdout == ""
+    bad_scope = manage("create_api_key", "--scopes", "read,bogus")
+    assert bad_scope.returncode != 0 and bad_scope.stdout == ""
+    assert "bogus" in bad_scope.stderr
+    rotated = manage("rotate_api_key", done.stdout.strip(), "--grace-hours", "0")
+    assert rotated.returncode == 0, rotated.stderr
+    assert KEY_LINE.match(rotated.stdout.rstrip("\n")) and rotated.stdout.count("\n") == 1
+    assert rotated.stdout.strip() != done.stdout.strip()
 
 
 # revoke_api_key
@@ -232,6 +240,168 @@ def test_a_prefix_is_matched_exactly():
         with pytest.raises(CommandError):
             run("revoke_api_key", near)
     assert APIKey.objects.get().revoked_at is None
+
+
+# create_api_key --scopes
+
+
+def test_a_new_key_has_every_scope():
+    create_key()
+    assert APIKey.objects.get().scopes == set(SCOPES)
+
+
+def test_create_api_key_narrows_the_scopes():
+    key, err = create_key("--scopes", "read,embed")
+    assert APIKey.objects.get().scopes == {"read", "embed"}
+    assert "read, embed" in err
+    group = UserGroupFactory(workspace=APIKey.objects.get().workspace)
+    # read: an existing group is read; no write: an unknown id is not created.
+    assert get_or_create(client_for(key), {"user_group_id": group.provided_id}).status_code == 200
+    status, body = status_and_body(get_or_create(client_for(key), ACME))
+    assert (status, body["error"]["code"]) == (403, "permission_denied")
+    assert "'write'" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "scopes", ["read,admin", "admin", "", ",", "READ", "read;write", "read write", "embeds"]
+)
+def test_create_api_key_refuses_unknown_scopes(scopes):
+    with pytest.raises(CommandError) as failure:
+        run("create_api_key", "--workspace", "fresh", f"--scopes={scopes}")
+    assert "scope" in str(failure.value)
+    assert not APIKey.objects.exists()
+    assert not Workspace.objects.exists()
+
+
+# rotate_api_key
+
+
+@pytest.fixture
+def move_clock(monkeypatch):
+    """``move_clock(delta)``: from then on, ``timezone.now()`` is ``delta`` later than the
+    real clock (the key's expiry is compared with it)."""
+    real_now = timezone.now
+
+    def move(delta):
+        monkeypatch.setattr(timezone, "now", lambda: real_now() + delta)
+
+    return move
+
+
+def rotate_key(*args):
+    out, err = run("rotate_api_key", *args)
+    lines = out.splitlines()
+    assert len(lines) == 1 and out == lines[0] + "\n", out
+    assert KEY_LINE.match(lines[0]), out
+    return lines[0], err
+
+
+def row_of(key):
+    return APIKey.objects.get(prefix=key[: crypto.KEY_LOOKUP_LENGTH])
+
+
+def works(key):
+    return get_or_create(client_for(key), ACME).status_code == 200
+
+
+@pytest.mark.parametrize("by", ["prefix", "full key"])
+def test_rotate_api_key_prints_a_new_key_like_the_old_one(by):
+    old, _ = create_key("--workspace", "team-r", "--name", "dash", "--scopes", "read,write")
+    new, err = rotate_key(old if by == "full key" else old[: crypto.KEY_LOOKUP_LENGTH])
+    assert new != old
+    old_row, new_row = row_of(old), row_of(new)
+    assert (new_row.workspace, new_row.name, new_row.scopes) == (
+        old_row.workspace,
+        old_row.name,
+        {"read", "write"},
+    )
+    assert new_row.expires_at is None and new_row.revoked_at is None
+    # stderr names both keys by their prefix, never in full.
+    assert old_row.prefix in err and new_row.prefix in err
+    assert old not in err and new not in err
+    assert works(new) and works(old)
+
+
+def test_the_old_key_works_for_the_default_24_hours_then_is_refused(move_clock):
+    old, _ = create_key()
+    before = timezone.now()
+    new, _ = rotate_key(old)
+    end = row_of(old).expires_at
+    assert before + timedelta(hours=24) <= end <= timezone.now() + timedelta(hours=24)
+    move_clock(timedelta(hours=23, minutes=59))
+    assert works(old) and works(new)
+    move_clock(timedelta(hours=24, seconds=1))
+    assert_refused(old)
+    assert works(new)
+
+
+def test_grace_hours_n(move_clock):
+    old, _ = create_key()
+    new, err = rotate_key(old, "--grace-hours", "3")
+    assert "keeps working until" in err
+    move_clock(timedelta(hours=2, minutes=59))
+    assert works(old)
+    move_clock(timedelta(hours=3, seconds=1))
+    assert_refused(old)
+    assert works(new)
+    assert row_of(old).revoked_at is None  # ended by its expiry, not revoked
+
+
+def test_grace_hours_zero_revokes_the_old_key_at_once():
+    old, _ = create_key()
+    new, err = rotate_key(old, "--grace-hours=0")
+    assert "is revoked" in err
+    assert row_of(old).revoked_at is not None
+    assert_refused(old)
+    assert works(new)
+
+
+def test_a_grace_never_extends_an_earlier_expiry():
+    old, _ = create_key("--expires-in-days", "1")
+    expiry = row_of(old).expires_at
+    rotate_key(old, "--grace-hours", "48")
+    assert row_of(old).expires_at == expiry
+
+
+@pytest.mark.parametrize("hours", ["-1", "x", "1.5"])
+def test_rotate_api_key_refuses_a_bad_grace(hours):
+    old, _ = create_key()
+    with pytest.raises(CommandError):
+        run("rotate_api_key", old, f"--grace-hours={hours}")
+    assert APIKey.objects.count() == 1 and works(old)
+
+
+@pytest.mark.parametrize("state", ["revoked", "expired"])
+def test_rotate_api_key_refuses_a_dead_key(state):
+    old, _ = create_key()
+    if state == "revoked":
+        run("revoke_api_key", old)
+    else:
+        APIKey.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(CommandError) as failure:
+        run("rotate_api_key", old)
+    assert old not in str(failure.value)
+    assert APIKey.objects.count() == 1
+
+
+@pytest.mark.parametrize("given", ["ugk_nothere", "", crypto.new_api_key()])
+def test_rotate_api_key_of_an_unknown_key_fails(given):
+    APIKeyFactory()
+    with pytest.raises(CommandError):
+        run("rotate_api_key", given)
+    assert APIKey.objects.count() == 1
+
+
+def test_rotating_twice_within_the_grace_gives_two_working_keys(move_clock):
+    old, _ = create_key()
+    first, _ = rotate_key(old, "--grace-hours", "1")
+    second, _ = rotate_key(first, "--grace-hours", "2")
+    move_clock(timedelta(hours=1, seconds=1))
+    assert_refused(old)
+    assert works(first) and works(second)
+    move_clock(timedelta(hours=2, seconds=1))
+    assert_refused(first)
+    assert works(second)
 
 
 # reseal_group_tokens

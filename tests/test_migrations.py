@@ -9,7 +9,10 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 
+from tests.support.api import client_for, get_or_create
+from usergroups import crypto
 from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
+from usergroups.scopes import SCOPES
 
 TABLES = {model._meta.db_table for model in (Workspace, APIKey, UserGroup, SchemaMapping)}
 
@@ -176,3 +179,40 @@ def test_properties_become_compact_text_and_keep_their_values():
     many = UserGroup.objects.get(pk=ids["many-1e300"]).properties
     assert texts[ids["many-1e300"]] == '{"v":[' + ",".join(["1e+300"] * 9000) + "]}"
     assert all(type(number) is float for number in many["v"])
+
+
+# --- 0006: API key scopes ---------------------------------------------------------------
+
+BEFORE_SCOPES = AS_TEXT
+WITH_SCOPES = ("usergroups", "0006_apikey_scopes")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_keys_get_every_scope():
+    """A key made before 0006 holds all four scopes after it, and keeps working: it could
+    do everything before, and a migration must not take that away."""
+    executor = MigrationExecutor(connection)
+    key = crypto.new_api_key()
+    try:
+        executor.migrate([BEFORE_SCOPES])
+        old_apps = executor.loader.project_state([BEFORE_SCOPES]).apps
+        OldWorkspace = old_apps.get_model("usergroups", "Workspace")
+        OldAPIKey = old_apps.get_model("usergroups", "APIKey")
+        assert not any(f.name.startswith("scope_") for f in OldAPIKey._meta.fields)
+        workspace = OldWorkspace.objects.create(slug="before-0006")
+        old = OldAPIKey.objects.create(
+            workspace=workspace,
+            name="old",
+            prefix=key[: crypto.KEY_LOOKUP_LENGTH],
+            digest=crypto.digest(key),
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate([WITH_SCOPES])
+    finally:
+        call_command("migrate", "usergroups", verbosity=0)
+
+    migrated = APIKey.objects.get(pk=old.pk)
+    assert migrated.scopes == set(SCOPES)
+    assert all(getattr(migrated, f"scope_{scope}") is True for scope in SCOPES)
+    response = get_or_create(client_for(key), {"user_group_id": "made-by-an-old-key"})
+    assert response.status_code == 200 and response.json()["new_user_group"] is True

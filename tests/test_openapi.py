@@ -5,6 +5,9 @@ import yaml
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from usergroups.openapi import LIST_OPERATION, OPERATIONS
+from usergroups.views import UserGroupListView, UserGroupView
+
 
 @pytest.fixture(scope="module")
 def schema():
@@ -44,10 +47,10 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
 @pytest.mark.parametrize(
     ("method", "statuses"),
     [
-        ("get", {"200", "400", "401", "411", "413", "415", "429", "503"}),
-        ("post", {"200", "400", "401", "404", "411", "413", "415", "429", "503"}),
-        ("put", {"200", "400", "401", "404", "411", "413", "415", "429", "503"}),
-        ("delete", {"200", "400", "401", "404", "411", "413", "415", "429", "503"}),
+        ("get", {"200", "400", "401", "403", "411", "413", "415", "429", "503"}),
+        ("post", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
+        ("put", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
+        ("delete", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
     ],
 )
 def test_every_response_is_described(schema, method, statuses):
@@ -61,7 +64,7 @@ def test_every_response_is_described(schema, method, statuses):
 
 def test_list_describes_its_failures(schema):
     responses = schema["paths"]["/api/user/list"]["get"]["responses"]
-    assert set(responses) == {"200", "400", "401", "429", "503"}
+    assert set(responses) == {"200", "400", "401", "403", "429", "503"}
 
 
 def test_new_error_codes_are_listed(schema):
@@ -99,3 +102,37 @@ def test_bodies_of_get_and_delete_have_the_shape_drf_spectacular_gives_put(schem
         assert body["content"].keys() == put["content"].keys() == {"application/json"}
         assert body["content"]["application/json"].keys() == {"schema"}
     assert "requestBody" not in schema["paths"]["/api/user/list"]["get"]
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "scopes"),
+    [
+        ("/api/user", "get", ["read", "write"]),
+        ("/api/user", "post", ["rotate"]),
+        ("/api/user", "put", ["write"]),
+        ("/api/user", "delete", ["write"]),
+        ("/api/user/list", "get", ["read"]),
+    ],
+)
+def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, method, scopes):
+    described = next(
+        operations[method]
+        for name, operations in schema["paths"].items()
+        if name.rstrip("/") == path
+    )
+    assert described["x-scopes"] == scopes
+    for scope in scopes:
+        assert f"`{scope}`" in described["description"]
+    forbidden = described["responses"]["403"]
+    assert "permission_denied" in forbidden["description"]
+    codes = forbidden["content"]["application/json"]["schema"]["properties"]["error"]
+    assert "permission_denied" in codes["properties"]["code"]["enum"]
+
+
+def test_the_documented_scopes_are_the_ones_the_views_check():
+    """x-scopes of PUT, DELETE, POST and the list are the scopes HasScope checks; GET of
+    /api/user, checked by the service, may need either of its two."""
+    for method, scope in UserGroupView.required_scopes.items():
+        assert OPERATIONS[method]["scopes"] == [scope]
+    assert "GET" not in UserGroupView.required_scopes
+    assert LIST_OPERATION["scopes"] == [UserGroupListView.required_scopes["GET"]]

@@ -1,11 +1,21 @@
 """Signals reach receivers after commit, whichever way a change was made: API, admin, code."""
 
+from datetime import timedelta
+
 import pytest
 
 from tests.support.admin import admin_url, group_form
 from tests.support.api import get_or_create, rotate
+from tests.support.factories import APIKeyFactory
 from usergroups import services
-from usergroups.signals import group_created, group_deleted, group_updated, token_rotated
+from usergroups.models import APIKey
+from usergroups.signals import (
+    api_key_rotated,
+    group_created,
+    group_deleted,
+    group_updated,
+    token_rotated,
+)
 
 SIGNALS = {
     "created": group_created,
@@ -75,3 +85,31 @@ def test_code_paths_send_the_same(group, received, django_capture_on_commit_call
         services.groups.update_group(group.workspace_id, group.provided_id, {"name": "x"})
         services.groups.delete_group(group.workspace_id, provided_id=group.provided_id)
     assert received == [("rotated", group.pk), ("updated", group.pk), ("deleted", group.pk)]
+
+
+def test_api_key_rotated_is_sent_after_commit_without_a_key(db, django_capture_on_commit_callbacks):
+    """Sent once the rotation commits, with both rows, whose prefixes name the keys; no
+    argument holds a key."""
+    old = APIKeyFactory(scope_rotate=False)
+    events = []
+
+    def receiver(sender, **kwargs):
+        events.append((sender, kwargs))
+
+    api_key_rotated.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks() as callbacks:
+            new_row, new_key = services.keys.rotate_key(old, timedelta(hours=2))
+            assert events == []  # nothing before the commit
+        for callback in callbacks:
+            callback()
+    finally:
+        api_key_rotated.disconnect(receiver)
+    [(sender, kwargs)] = events
+    assert sender is APIKey
+    assert set(kwargs) == {"signal", "old_key", "new_key", "old_key_valid_until"}
+    assert kwargs["old_key"].pk == old.pk and kwargs["new_key"].pk == new_row.pk
+    assert kwargs["new_key"].scopes == old.scopes == {"read", "write", "embed"}
+    assert kwargs["old_key_valid_until"] == APIKey.objects.get(pk=old.pk).expires_at
+    for value in kwargs.values():
+        assert old.key not in repr(value) and new_key not in repr(value)

@@ -11,6 +11,7 @@ from django.utils.functional import cached_property
 
 from . import crypto
 from .fields import ExactCharField, JSONTextField
+from .scopes import SCOPES, field_name
 
 
 class Workspace(models.Model):
@@ -50,6 +51,20 @@ class APIKey(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # One boolean per scope (usergroups.scopes): loaded with the row, so a scope check
+    # costs no query, and filterable in the admin like any boolean.
+    scope_read = models.BooleanField(
+        "read", default=True, help_text="GET of an existing group; the group list."
+    )
+    scope_write = models.BooleanField(
+        "write", default=True, help_text="GET that creates a group; PUT; DELETE."
+    )
+    scope_rotate = models.BooleanField(
+        "rotate", default=True, help_text="POST: rotate a group's token."
+    )
+    scope_embed = models.BooleanField(
+        "embed", default=True, help_text="Mint, introspect and revoke embed tokens."
+    )
 
     objects = APIKeyQuerySet.as_manager()
 
@@ -67,6 +82,19 @@ class APIKey(models.Model):
     @property
     def is_expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The scopes the key holds (usergroups.scopes.SCOPES), read from its row."""
+        return frozenset(s for s in SCOPES if getattr(self, field_name(s)))
+
+    def has_scope(self, scope: str) -> bool:
+        return bool(getattr(self, field_name(scope)))
+
+    def set_scopes(self, granted: frozenset[str] | set[str]) -> None:
+        """Hold exactly ``granted`` (unsaved)."""
+        for scope in SCOPES:
+            setattr(self, field_name(scope), scope in granted)
 
 
 class UserGroup(models.Model):

@@ -103,6 +103,8 @@ def _errors(*statuses: int) -> dict[int, OpenApiResponse]:
         400: "`parse_error` (not JSON, not an object, too deep) or `invalid` (a bad field, "
         "or a query parameter that is not percent-encoded UTF-8).",
         401: "`not_authenticated` (no header) or `authentication_failed` (bad, revoked or expired key).",
+        403: "`permission_denied`: the API key lacks the scope this operation needs "
+        "(`x-scopes`); the message names it, and nothing changes.",
         404: "`not_found`: the token is not a current token of this workspace.",
         405: "`method_not_allowed`.",
         411: "`length_required`: a chunked body this server cannot read; send Content-Length.",
@@ -130,6 +132,10 @@ OPERATIONS: dict[str, Schema] = {
         "summary": "Get or create a user group",
         "description": "Returns the group of `user_group_id`, creating it if unknown. "
         "A known group is returned as stored, with the same token.",
+        "scopes": ["read", "write"],
+        "scope_note": "Scope: `read` to get an existing group, `write` to create one. The "
+        "scope is checked after the body is validated; a key without `write` creates "
+        "nothing (403 naming `write`).",
         "request": GET_OR_CREATE_REQUEST,
         "parameters": QUERY_PARAMETERS,
         "responses": {
@@ -142,13 +148,15 @@ OPERATIONS: dict[str, Schema] = {
                     "user_group": GROUP,
                 },
             },
-            **_errors(400, 401, 411, 413, 415, 429, 503),
+            **_errors(400, 401, 403, 411, 413, 415, 429, 503),
         },
     },
     "POST": {
         "operation_id": "rotate_user_group_token",
         "summary": "Rotate a user group token",
         "description": "Replaces the token; the old one stops working at once.",
+        "scopes": ["rotate"],
+        "scope_note": "Scope: `rotate`, checked before the body is read.",
         "request": ROTATE_REQUEST,
         "parameters": [],
         "responses": {
@@ -160,7 +168,7 @@ OPERATIONS: dict[str, Schema] = {
                     "user_group": ROTATED_GROUP,
                 },
             },
-            **_errors(400, 401, 404, 411, 413, 415, 429, 503),
+            **_errors(400, 401, 403, 404, 411, 413, 415, 429, 503),
         },
     },
 }
@@ -221,11 +229,13 @@ OPERATIONS["PUT"] = {
     "summary": "Update a user group (extension)",
     "description": "Changes the group named by `user_group_id`: given fields replace stored "
     "ones; `new_user_group_id` renames it. The token does not change.",
+    "scopes": ["write"],
+    "scope_note": "Scope: `write`, checked before the body is read.",
     "request": UPDATE_REQUEST,
     "parameters": [],
     "responses": {
         200: _success(user_group=GROUP),
-        **_errors(400, 401, 404, 411, 413, 415, 429, 503),
+        **_errors(400, 401, 403, 404, 411, 413, 415, 429, 503),
     },
 }
 OPERATIONS["DELETE"] = {
@@ -233,17 +243,21 @@ OPERATIONS["DELETE"] = {
     "summary": "Delete a user group (extension)",
     "description": "Deletes the group named by `user_group_id` or holding `current_token`; "
     "its token stops working at once.",
+    "scopes": ["write"],
+    "scope_note": "Scope: `write`, checked before the body is read.",
     "request": DELETE_REQUEST,
     "parameters": [],
     "responses": {
         200: _success(user_group=DELETED_GROUP),
-        **_errors(400, 401, 404, 411, 413, 415, 429, 503),
+        **_errors(400, 401, 403, 404, 411, 413, 415, 429, 503),
     },
 }
 LIST_OPERATION: Schema = {
     "operation_id": "list_user_groups",
     "summary": "List user groups (extension)",
     "description": "The workspace's groups, oldest first, without tokens.",
+    "scopes": ["read"],
+    "scope_note": "Scope: `read`, checked before the query is read.",
     "request": None,
     "parameters": [
         OpenApiParameter("page", int, description="1-based page number (default 1)."),
@@ -257,7 +271,7 @@ LIST_OPERATION: Schema = {
             page_size={"type": "integer"},
             user_groups={"type": "array", "items": LISTED_GROUP},
         ),
-        **_errors(400, 401, 429, 503),
+        **_errors(400, 401, 403, 429, 503),
     },
 }
 
@@ -279,6 +293,10 @@ class UserGroupAutoSchema(AutoSchema):
             # drf-spectacular describes no body for GET; this GET takes one by design.
             # The shape is the one it gives POST's body (tests/test_openapi.py holds so).
             operation["requestBody"] = {"content": {"application/json": {"schema": request}}}
+        if operation is not None:
+            # The API key scopes (usergroups.scopes) the operation may need: OpenAPI 3.0
+            # gives an apiKey security requirement no scopes, hence an extension.
+            operation["x-scopes"] = self._operation()["scopes"]
         return operation
 
     def _operation(self) -> Schema:
@@ -292,7 +310,7 @@ class UserGroupAutoSchema(AutoSchema):
 
     # drf-spectacular's signature, not DRF's ViewInspector's (it ignores the same).
     def get_description(self) -> str:  # type: ignore[override]
-        return self._operation()["description"]
+        return f"{self._operation()['description']} {self._operation()['scope_note']}"
 
     def get_override_parameters(self) -> list[Any]:
         return self._operation()["parameters"]
@@ -339,5 +357,8 @@ class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": "`Token <API key>`; keys start with `ugk_` (manage.py create_api_key).",
+            "description": "`Token <API key>`; keys start with `ugk_` (manage.py create_api_key). "
+            "A key holds scopes among `read`, `write`, `rotate`, `embed`; each operation "
+            "names those it needs in `x-scopes`, and answers 403 `permission_denied` "
+            "without them.",
         }

@@ -1,5 +1,13 @@
-"""DRF permissions: which authentication a view's requests must have passed."""
+"""DRF permissions: which authentication a view's requests must have passed, and which
+scope (:mod:`usergroups.scopes`) their API key must hold.
 
+Scopes are checked in one place, :func:`require_scope`: by :class:`HasScope` for the
+operations whose scope is known from the method alone, before anything is read, and by
+the get-or-create service for GET of ``/api/user``, whose scope depends on whether the
+group exists (``read`` if it does, ``write`` if it would be created).
+"""
+
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -21,3 +29,41 @@ class HasGroupToken(BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         return isinstance(request.auth, GroupRecord)
+
+
+def scope_message(scope: str) -> str:
+    """The 403's message: it names the scope the key lacks."""
+    return f"This API key lacks the '{scope}' scope, which this operation needs."
+
+
+class ScopeRequired(PermissionDenied):
+    """403 ``permission_denied``: the request's API key lacks ``scope``."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(scope_message(scope), code="permission_denied")
+        self.scope = scope
+
+
+def require_scope(api_key: APIKey, scope: str) -> None:
+    """Raise :class:`ScopeRequired` unless ``api_key`` holds ``scope``.
+
+    The scopes are columns of the key's row, loaded with it: this costs no query.
+    """
+    if not api_key.has_scope(scope):
+        raise ScopeRequired(scope)
+
+
+class HasScope(BasePermission):
+    """The key holds the scope the view names for the request's method.
+
+    A view lists ``required_scopes = {"POST": "rotate", ...}``; a method it leaves out
+    has its scope checked later by the view (with :func:`require_scope`). Put after
+    :class:`HasAPIKey`, so a request without a key is a 401, never a 403.
+    """
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        scope = getattr(view, "required_scopes", {}).get(request.method or "")
+        if scope is None or not isinstance(request.auth, APIKey):
+            return True
+        require_scope(request.auth, scope)
+        return True

@@ -1,8 +1,9 @@
-"""Signals about user groups, sent after the transaction that made the change commits.
+"""Signals about user groups and API keys, sent after the transaction that made the
+change commits.
 
 :mod:`usergroups.services.groups` sends them, and every door that changes a group (the
 API, the admin, the management commands, host code calling the services) goes through
-it, so each change is announced once, the same way. Writes that bypass the services
+it, so each change is announced once, the same way (API keys: :mod:`usergroups.services.keys`). Writes that bypass the services
 (``UserGroup.objects.update()``, a model's ``save()``) send nothing.
 
 Every receiver gets ``sender`` (the ``UserGroup`` model) and ``group``, a
@@ -16,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from django.db import router, transaction
+from django.db.models import Model
 from django.dispatch import Signal
 
 from .models import UserGroup
@@ -25,9 +27,14 @@ group_updated = Signal()
 token_rotated = Signal()
 #: Also carries ``team_id`` (the same as ``group.team_id``).
 group_deleted = Signal()
+#: An API key was replaced (``rotate_api_key``, the admin's "rotate" action). Sent from
+#: ``APIKey`` with ``old_key`` and ``new_key`` (the two :class:`~usergroups.models.APIKey`
+#: rows: prefixes, workspace, scopes; never a key, which no row holds) and
+#: ``old_key_valid_until``, the end of the old key's grace (its revocation time when 0).
+api_key_rotated = Signal()
 
 
-def send_on_commit(signal: Signal, **kwargs: Any) -> None:
-    """Send ``signal`` from ``UserGroup`` once the current transaction commits."""
-    using = router.db_for_write(UserGroup)
-    transaction.on_commit(partial(signal.send, sender=UserGroup, **kwargs), using=using)
+def send_on_commit(signal: Signal, sender: type[Model] = UserGroup, **kwargs: Any) -> None:
+    """Send ``signal`` from ``sender`` once the current transaction commits."""
+    using = router.db_for_write(sender)
+    transaction.on_commit(partial(signal.send, sender=sender, **kwargs), using=using)

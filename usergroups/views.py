@@ -1,6 +1,7 @@
 """``/api/user``: GET gets or creates a user group, POST rotates its token."""
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from django.http import HttpRequest
@@ -14,13 +15,14 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from . import scopes
 from .authentication import APIKeyAuthentication
 from .chunked import ChunkedBodyRequest
 from .conf import usergroups_settings
 from .exceptions import exception_handler
 from .models import APIKey
 from .parsers import JSONObjectParser, loads_strict
-from .permissions import HasAPIKey
+from .permissions import HasAPIKey, HasScope, require_scope
 from .querystring import query_params
 from .serializers import (
     DeletedGroupSerializer,
@@ -91,7 +93,10 @@ class WorkspaceAPIView(APIView):
     """What every endpoint shares: API key auth, strict JSON, the contract's errors."""
 
     authentication_classes = [APIKeyAuthentication]
-    permission_classes = [HasAPIKey]
+    permission_classes = [HasAPIKey, HasScope]
+    #: The scope each method needs (HasScope checks it before anything is read); a
+    #: method left out checks its own, as GET of /api/user does after validation.
+    required_scopes: dict[str, str] = {}
     parser_classes = [JSONObjectParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
@@ -114,29 +119,39 @@ class WorkspaceAPIView(APIView):
         return [APIKeyRateThrottle()] if usergroups_settings.THROTTLE_RATE else []
 
 
-def workspace_id(request: Request) -> int:
-    """The workspace of the request's API key (which :class:`HasAPIKey` made sure of)."""
+def request_key(request: Request) -> APIKey:
+    """The request's API key (which :class:`HasAPIKey` made sure of)."""
     api_key = request.auth
     if not isinstance(api_key, APIKey):
         raise NotAuthenticated()
-    return api_key.workspace_id
+    return api_key
+
+
+def workspace_id(request: Request) -> int:
+    """The workspace of the request's API key."""
+    return request_key(request).workspace_id
 
 
 class UserGroupView(WorkspaceAPIView):
     """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
 
     http_method_names = ["get", "post", "put", "delete"]
+    # GET needs read for a group that exists, write for one it would create: the
+    # service checks, once it knows which (see get).
+    required_scopes = {"POST": scopes.ROTATE, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
 
     def get(self, request: Request) -> Response:
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        api_key = request_key(request)
         group, created = groups.get_or_create_group(
-            workspace_id(request),
+            api_key.workspace_id,
             data["user_group_id"],
             name=data.get("name"),
             mapping=data.get("mapping"),
             properties=data.get("properties"),
+            authorize=partial(require_scope, api_key),
         )
         return Response(
             {"success": 1, "new_user_group": created, "user_group": UserGroupSerializer(group).data}
@@ -186,6 +201,7 @@ class UserGroupListView(WorkspaceAPIView):
     """GET /api/user/list: the workspace's groups, a page at a time, without tokens."""
 
     http_method_names = ["get"]
+    required_scopes = {"GET": scopes.READ}
 
     def get(self, request: Request) -> Response:
         query = ListQuerySerializer(data=query_params(request))

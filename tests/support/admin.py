@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from usergroups.models import Workspace
+from usergroups.scopes import SCOPES
 
 
 def staff_client(*codenames: str, username: str = "operator") -> Client:
@@ -53,13 +54,15 @@ def group_form(
     return data
 
 
-def create_key(client: Client, workspace: Workspace, **fields: str) -> Any:
-    """POST the admin's add-key form for ``workspace``; the response (the one-time key page)."""
-    data = {
+def create_key(client: Client, workspace: Workspace, **fields: str | list[str]) -> Any:
+    """POST the admin's add-key form for ``workspace``, with every scope ticked as the
+    form starts (``scopes=["read"]`` narrows); the response (the one-time key page)."""
+    data: dict[str, str | list[str]] = {
         "workspace": str(workspace.pk),
         "name": "Backend",
         "expires_at_0": "",
         "expires_at_1": "",
+        "scopes": list(SCOPES),
     }
     data.update(fields)
     return client.post(admin_url("apikey", "add"), data)

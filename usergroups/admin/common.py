@@ -198,11 +198,14 @@ def confirmation_response(
     cancel_url: str,
     action: str | None = None,
     danger: bool = False,
+    template: str = "usergroups/admin/confirm.html",
+    extra_context: dict[str, Any] | None = None,
 ) -> TemplateResponse:
     """A page asking to confirm an operation with a POST form (CSRF protected).
 
     With ``action``, the form re-posts the admin action with the selected objects and
-    ``post=yes``, the way Django's "delete selected" confirmation does.
+    ``post=yes``, the way Django's "delete selected" confirmation does. A ``template``
+    extending confirm.html may add fields to the form (block ``confirm_fields``).
     """
     objects = list(objects)
     opts = model_admin.model._meta
@@ -221,8 +224,9 @@ def confirmation_response(
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         "danger": danger,
         "media": model_admin.media,
+        **(extra_context or {}),
     }
-    return TemplateResponse(request, "usergroups/admin/confirm.html", context)
+    return TemplateResponse(request, template, context)
 
 
 def missing_object_redirect(

@@ -14,6 +14,7 @@ from ..conf import usergroups_settings
 from ..fields import compact_json
 from ..models import APIKey, SchemaMapping, UserGroup
 from ..parsers import loads_strict
+from ..scopes import SCOPES
 from ..validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
@@ -173,12 +174,29 @@ class SchemaMappingFormSet(forms.BaseInlineFormSet):
         return dict(rows.values())
 
 
+class ScopesField(forms.MultipleChoiceField):
+    """The key's scopes (usergroups.scopes) as checkboxes; at least one."""
+
+    widget = forms.CheckboxSelectMultiple
+
+    def __init__(self, offered: tuple[str, ...] = SCOPES, **kwargs: Any) -> None:
+        kwargs.setdefault("error_messages", {"required": "Choose at least one scope."})
+        super().__init__(choices=[(scope, scope) for scope in offered], **kwargs)
+
+
 class APIKeyAddForm(forms.ModelForm):
-    """Only what a person chooses; the key itself is made on the server."""
+    """Only what a person chooses; the key itself is made on the server. The scopes are
+    applied by the admin's save_model (APIKey.set_scopes), not by the ModelForm."""
 
     name = TextField(
         required=False,
         help_text="What the key is for, e.g. “Production backend”, to tell keys apart.",
+    )
+    scopes = ScopesField(
+        initial=list(SCOPES),
+        help_text="What the key may do: read (get an existing group, list groups), write "
+        "(create, update, delete groups), rotate (rotate a group's token), embed (embed "
+        "tokens). Scopes can be narrowed later, never widened.",
     )
 
     class Meta:
@@ -200,8 +218,21 @@ class APIKeyAddForm(forms.ModelForm):
 
 
 class APIKeyChangeForm(APIKeyAddForm):
+    """Scopes can be narrowed, never widened: only those the key holds are offered, so a
+    key handed out for reading never becomes able to write. To give more, issue a new key."""
+
     class Meta(APIKeyAddForm.Meta):
         fields = ["name", "expires_at"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        held = tuple(scope for scope in SCOPES if self.instance.has_scope(scope))
+        self.fields["scopes"] = ScopesField(
+            offered=held,
+            initial=list(held),
+            help_text="Untick a scope to take it away from the key; this cannot be undone. "
+            "A key never gets a scope it lacks: for more, create a new key.",
+        )
 
     def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]

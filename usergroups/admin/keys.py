@@ -14,9 +14,11 @@ from django.utils.html import format_html
 
 from .. import crypto
 from ..models import APIKey
+from ..scopes import SCOPES, field_name, ordered
 from ..services import keys
 from .common import MEDIA, OfferedLookupsOnly, secret_html, when
 from .forms import APIKeyAddForm, APIKeyChangeForm
+from .key_rotation import KeyRotationMixin
 from .revocation import KeyRevocationMixin
 
 # A key made by save_model, until response_add shows it (once) and drops it.
@@ -48,19 +50,51 @@ class StateFilter(admin.SimpleListFilter):
         return queryset
 
 
+class HasScopeFilter(admin.SimpleListFilter):
+    title = "has scope"
+    parameter_name = "has_scope"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(scope, scope) for scope in SCOPES]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in SCOPES:
+            return queryset.filter(**{field_name(str(self.value())): True})
+        return queryset
+
+
+class LacksScopeFilter(HasScopeFilter):
+    title = "lacks scope"
+    parameter_name = "lacks_scope"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in SCOPES:
+            return queryset.filter(**{field_name(str(self.value())): False})
+        return queryset
+
+
 @admin.register(APIKey)
-class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
+class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyAdminBase):
     change_form_template = "usergroups/admin/apikey/change_form.html"
-    list_display = ["key_prefix", "name", "workspace", "created", "last_used", "expires", "state"]
+    list_display = [
+        "key_prefix",
+        "name",
+        "workspace",
+        "scope_names",
+        "created",
+        "last_used",
+        "expires",
+        "state",
+    ]
     list_display_links = ["key_prefix", "name"]
-    list_filter = [StateFilter, "workspace", "created_at"]
+    list_filter = [StateFilter, HasScopeFilter, LacksScopeFilter, "workspace", "created_at"]
     list_select_related = ["workspace"]
     search_fields = ["prefix", "name"]
     search_help_text = (
         f"Search by name or prefix (the first {crypto.KEY_LOOKUP_LENGTH} characters)."
     )
     ordering = ["-created_at", "-id"]
-    actions = ["revoke_keys"]
+    actions = ["rotate_keys", "revoke_keys"]
     empty_value_display = "—"
 
     @property
@@ -79,22 +113,33 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
                 (
                     None,
                     {
-                        "fields": ["workspace", "name", "expires_at"],
+                        "fields": ["workspace", "name", "expires_at", "scopes"],
                         "description": "The key is generated on the server when you create "
                         "it, and shown to you once, on the next page.",
                     },
                 )
             ]
-        expires = "expires_at" if self.has_change_permission(request, obj) else "expires"
+        can_change = self.has_change_permission(request, obj)
+        expires = "expires_at" if can_change else "expires"
+        scopes = "scopes" if can_change else "scope_names"
         return [
-            (None, {"fields": ["key_prefix", "name", "workspace", "state"]}),
+            (None, {"fields": ["key_prefix", "name", "workspace", "state", scopes]}),
             ("Validity", {"fields": ["created", expires, "last_used", "revoked"]}),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: APIKey | None = None) -> list[str]:
         if obj is None:
             return []
-        return ["key_prefix", "workspace", "state", "created", "expires", "last_used", "revoked"]
+        return [
+            "key_prefix",
+            "workspace",
+            "state",
+            "scope_names",
+            "created",
+            "expires",
+            "last_used",
+            "revoked",
+        ]
 
     def has_change_permission(self, request: HttpRequest, obj: APIKey | None = None) -> bool:
         if obj is not None and obj.is_revoked:
@@ -116,6 +161,10 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
     @admin.display(description="Prefix", ordering="prefix")
     def key_prefix(self, obj: APIKey) -> str:
         return format_html('<code class="ug-prefix">{}…</code>', obj.prefix)
+
+    @admin.display(description="Scopes")
+    def scope_names(self, obj: APIKey) -> str:
+        return ", ".join(ordered(obj.scopes)) or "none"
 
     @admin.display(description="Created", ordering="created_at")
     def created(self, obj: APIKey) -> str:
@@ -148,9 +197,12 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
     # Writes go through usergroups.services.keys, as the API's and the commands' do.
 
     def save_model(self, request: HttpRequest, obj: APIKey, form: Any, change: Any) -> None:
+        scopes = set(form.cleaned_data["scopes"])
         if change:
             keys.change_key(obj, list(form.fields))
+            keys.narrow_scopes(obj, scopes)  # takes the unticked ones; never gives one
         else:
+            obj.set_scopes(scopes)
             _NEW_KEYS[obj] = keys.issue_key(obj)
 
     def delete_model(self, request: HttpRequest, obj: APIKey) -> None:
@@ -174,6 +226,7 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyAdminBase):
             "opts": opts,
             "app_label": opts.app_label,
             "api_key": obj,
+            "scopes": self.scope_names(obj),
             "secret": secret_html(key, element_id="new-api-key", label="API key", revealed=True),
             "media": self.media,
             "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),

@@ -13,6 +13,7 @@ decides concurrent rotations.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from .. import crypto, sql
+from .. import crypto, scopes, sql
 from ..conf import usergroups_settings
 from ..conflicts import retry_on_conflict
 from ..models import SchemaMapping, UserGroup
@@ -96,6 +97,7 @@ def get_or_create_group(
     name: str | None = None,
     mapping: dict[str, str] | None = None,
     properties: dict[str, Any] | None = None,
+    authorize: Callable[[str], None] | None = None,
 ) -> tuple[GroupRecord, bool]:
     """The group of ``provided_id``, created if it does not exist; ``(group, created)``.
 
@@ -103,12 +105,20 @@ def get_or_create_group(
     racing to create one id meet at the unique constraint: the loser reads the winner.
     If the winner is gone before the loser reads it (deleted or renamed meanwhile), the
     id is free again: the loser tries again, :data:`ATTEMPTS_WHEN_GONE` times in all.
+
+    ``authorize``, when given, is called with the scope the call turns out to need
+    (:data:`~usergroups.scopes.READ` before returning a group that exists,
+    :data:`~usergroups.scopes.WRITE` before creating one) and raises to refuse: a caller
+    that may not create gets nothing made.
     """
+    check = authorize or _allow
     error: IntegrityError | None = None
     for _attempt in range(ATTEMPTS_WHEN_GONE):
         group = find_group(workspace_id, provided_id)
         if group is not None:
+            check(scopes.READ)
             return group, False
+        check(scopes.WRITE)
         try:
             return create_group(
                 workspace_id,
@@ -121,12 +131,17 @@ def get_or_create_group(
             error = exc
         winner = _read_winner(workspace_id, provided_id)
         if winner is not None:
+            check(scopes.READ)
             return winner, False
         logger.info("The group that won an insert race was gone before it was read; retrying")
     # Never a winner to read: the insert fails for another reason (e.g. a mapping row);
     # report that error, not a missing group.
     assert error is not None
     raise error
+
+
+def _allow(scope: str) -> None:
+    """Host code and the admin may do anything: no scope to check."""
 
 
 @retry_on_conflict

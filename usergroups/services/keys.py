@@ -1,4 +1,5 @@
-"""API keys: their whole lifecycle, issue, lookup, use, change, revocation and deletion.
+"""API keys: their whole lifecycle, issue, lookup, use, change, rotation, revocation and
+deletion.
 
 The authentication class, the admin and the management commands all go through here,
 so a key is made, checked and retired the same way from every door, and every change is
@@ -10,11 +11,14 @@ import hmac
 import logging
 from datetime import timedelta
 
+from django.db import router, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from .. import crypto, sql
 from ..models import APIKey
+from ..scopes import SCOPES, field_name
+from ..signals import api_key_rotated, send_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -24,8 +28,9 @@ _KEY_FIELDS = [field.attname for field in APIKey._meta.concrete_fields]
 
 @sensitive_variables("key")
 def issue_key(row: APIKey) -> str:
-    """Make a new key for ``row`` (unsaved, with its workspace, name and expiry set),
-    save the row, and return the key: shown once, never stored."""
+    """Make a new key for ``row`` (unsaved, with its workspace, name, expiry and scopes
+    set: all four unless narrowed), save the row, and return the key: shown once, never
+    stored."""
     key = crypto.new_api_key()
     row.prefix = key[: crypto.KEY_LOOKUP_LENGTH]
     row.digest = crypto.digest(key)
@@ -76,10 +81,78 @@ def record_use(api_key: APIKey, interval_seconds: int) -> None:
 
 def change_key(api_key: APIKey, fields: list[str]) -> None:
     """Save the ``fields`` of ``api_key`` a person may change (name, expiry), and only
-    them, so a revocation made meanwhile is never written back."""
+    them, so a revocation made meanwhile is never written back. Scopes change only
+    through :func:`narrow_scopes`."""
     editable = [name for name in fields if name in {"name", "expires_at"}]
     api_key.save(update_fields=editable)
     logger.info("Changed API key %s… (%s)", api_key.prefix, ", ".join(editable) or "nothing")
+
+
+def narrow_scopes(api_key: APIKey, keep: set[str] | frozenset[str]) -> None:
+    """Take from ``api_key`` every scope not in ``keep``; never give one.
+
+    Only the scopes taken are written, each set to false: a scope the key lacks stays
+    lacking whatever ``keep`` says, and one taken meanwhile by someone else (another
+    admin page) is never written back.
+    """
+    taken = [scope for scope in SCOPES if scope not in keep and api_key.has_scope(scope)]
+    if not taken:
+        return
+    fields = {field_name(scope): False for scope in taken}
+    for name, value in fields.items():
+        setattr(api_key, name, value)
+    APIKey.objects.filter(pk=api_key.pk).update(**fields)
+    logger.info("Narrowed API key %s…: took %s", api_key.prefix, ", ".join(taken))
+
+
+class KeyNotRotatable(Exception):
+    """The key is revoked or expired (or gone): there is nothing to replace."""
+
+
+@sensitive_variables("key")
+def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
+    """Replace ``api_key``: ``(new row, new key)``, the key shown once, never stored.
+
+    The new key has the old one's workspace, name and scopes, and no expiry. The old
+    key keeps working for ``grace`` (its expiry is brought forward to then, never put
+    back), or is revoked at once when ``grace`` is zero. The old row is locked while
+    this happens, so of two concurrent rotations of one key that end it at once, one
+    fails with :class:`KeyNotRotatable`. ``api_key_rotated`` is sent after commit.
+    """
+    if grace < timedelta(0):
+        raise ValueError("The grace period cannot be negative.")
+    with transaction.atomic(using=router.db_for_write(APIKey)):
+        old = APIKey.objects.select_for_update().filter(pk=api_key.pk).first()
+        if old is None or old.is_revoked or old.is_expired:
+            raise KeyNotRotatable(f"API key {api_key.prefix}… is revoked or expired.")
+        new = APIKey(workspace_id=old.workspace_id, name=old.name)
+        new.set_scopes(old.scopes)
+        key = issue_key(new)
+        if grace:
+            valid_until = timezone.now() + grace
+            if old.expires_at is not None and old.expires_at <= valid_until:
+                valid_until = old.expires_at  # never put back
+            else:
+                old.expires_at = valid_until
+                APIKey.objects.filter(pk=old.pk).update(expires_at=valid_until)
+        else:
+            revoke_key(old)
+            valid_until = old.revoked_at or timezone.now()
+        send_on_commit(
+            api_key_rotated,
+            sender=APIKey,
+            old_key=old,
+            new_key=new,
+            old_key_valid_until=valid_until,
+        )
+    logger.info(
+        "Rotated API key %s… to %s…; the old key works until %s",
+        old.prefix,
+        new.prefix,
+        valid_until.isoformat(timespec="seconds"),
+    )
+    api_key.expires_at, api_key.revoked_at = old.expires_at, old.revoked_at
+    return new, key
 
 
 def revoke_key(api_key: APIKey) -> None:

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from usergroups.models import APIKey, Workspace
+from usergroups.scopes import SCOPES, ordered, parse_scopes
 from usergroups.services import keys
 
 
@@ -31,6 +32,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--expires-in-days", type=positive_int, default=None, help="Days until the key expires."
         )
+        parser.add_argument(
+            "--scopes",
+            default=",".join(SCOPES),
+            help=f"Comma-separated scopes among {', '.join(SCOPES)} (default: all of them).",
+        )
 
     def handle(
         self,
@@ -38,8 +44,13 @@ class Command(BaseCommand):
         workspace: str,
         name: str,
         expires_in_days: int | None,
+        scopes: str,
         **options: Any,
     ) -> None:
+        try:
+            granted = parse_scopes(scopes)
+        except ValueError as exc:
+            raise CommandError(str(exc))
         try:
             validate_slug(workspace)
         except ValidationError:
@@ -52,10 +63,12 @@ class Command(BaseCommand):
         with transaction.atomic():
             space, created = Workspace.objects.get_or_create(slug=workspace)
             row = APIKey(workspace=space, name=name, expires_at=expires_at)
+            row.set_scopes(granted)
             key = keys.issue_key(row)
         if created:
             self.stderr.write(f"Created workspace {space.slug!r}.")
         self.stderr.write(
-            f"Created API key {row.prefix}… in workspace {space.slug!r}. Store it now: it is not shown again."
+            f"Created API key {row.prefix}… in workspace {space.slug!r} with scopes "
+            f"{', '.join(ordered(granted))}. Store it now: it is not shown again."
         )
         self.stdout.write(key)

@@ -1,0 +1,130 @@
+"""Replacing API keys from the admin: the "Rotate selected API keys" action.
+
+It asks first, with the grace period the ``rotate_api_key`` command takes (hours the old
+key keeps working, 0 to revoke it at once), then rotates through
+:func:`usergroups.services.keys.rotate_key` and shows each new key once, on the answer to
+that POST, as the add view does: never in a message, the session or a URL. It needs both
+``add_apikey`` (it makes keys) and ``change_apikey`` (it ends others).
+"""
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_variables
+
+from ..models import APIKey
+from ..scopes import ordered
+from ..services import keys
+from .common import confirmation_response, secret_html
+
+if TYPE_CHECKING:
+    KeyRotationBase = admin.ModelAdmin[APIKey]
+else:
+    KeyRotationBase = object
+
+DEFAULT_GRACE_HOURS = 24
+#: A week: longer overlaps are a second key, not a rotation.
+MAX_GRACE_HOURS = 24 * 7
+
+
+class GraceForm(forms.Form):
+    grace_hours = forms.IntegerField(
+        label="Old key works for (hours)",
+        min_value=0,
+        max_value=MAX_GRACE_HOURS,
+        initial=DEFAULT_GRACE_HOURS,
+        help_text="How long the old key keeps working, so callers can switch to the new "
+        "one without downtime; 0 revokes it at once.",
+    )
+
+
+class KeyRotationMixin(KeyRotationBase):
+    """For the :class:`~usergroups.models.APIKey` admin; add ``"rotate_keys"`` to its
+    ``actions``."""
+
+    def has_rotate_permission(self, request: HttpRequest) -> bool:
+        """Both: rotating makes a key and ends another. (An action's ``permissions`` list
+        lets in staff holding any one of them, so the two are asked here together.)"""
+        return self.has_add_permission(request) and self.has_change_permission(request)
+
+    @admin.action(permissions=["rotate"], description="Rotate selected API keys")
+    def rotate_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> HttpResponse | None:
+        usable = list(queryset.usable().select_related("workspace"))  # type: ignore[attr-defined]
+        if not usable:
+            messages.info(
+                request, "The selected API keys are revoked or expired: nothing to rotate."
+            )
+            return None
+        grace_form = GraceForm(request.POST if request.POST.get("post") == "yes" else None)
+        if not grace_form.is_valid():
+            skipped = queryset.count() - len(usable)
+            consequences = [
+                "Each key is replaced by a new one with the same workspace, name and scopes, "
+                "shown once on the next page.",
+                "The old key keeps working for the hours you choose below, then is refused.",
+            ]
+            if skipped:
+                consequences.append(
+                    f"{skipped} selected key(s) revoked or expired stay as they are."
+                )
+            return confirmation_response(
+                self,
+                request,
+                title="Rotate API keys?",
+                question="Replace these API keys by new ones?",
+                consequences=consequences,
+                objects=usable,
+                submit_label="Yes, rotate",
+                cancel_url=request.get_full_path(),
+                action="rotate_keys",
+                template="usergroups/admin/apikey/rotate_confirm.html",
+                extra_context={"grace_form": grace_form},
+            )
+        return self._rotated_response(request, usable, grace_form.cleaned_data["grace_hours"])
+
+    @sensitive_variables("rotated")
+    def _rotated_response(
+        self, request: HttpRequest, api_keys: list[APIKey], grace_hours: int
+    ) -> HttpResponse:
+        rotated: list[dict[str, Any]] = []
+        for old in api_keys:
+            try:
+                new, key = keys.rotate_key(old, timedelta(hours=grace_hours))
+            except keys.KeyNotRotatable:  # revoked or expired meanwhile
+                continue
+            self.log_change(
+                request, old, f"Rotated: replaced by {new.prefix}…, grace {grace_hours} h."
+            )
+            self.log_addition(request, new, f"Created by rotating {old.prefix}….")
+            rotated.append(
+                {
+                    "old": old,
+                    "new": new,
+                    "scopes": ", ".join(ordered(new.scopes)),
+                    "secret": secret_html(
+                        key,
+                        element_id=f"new-api-key-{new.pk}",
+                        label="New API key",
+                        revealed=True,
+                    ),
+                }
+            )
+        opts = self.model._meta
+        request.current_app = self.admin_site.name
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Copy your new API keys",
+            "opts": opts,
+            "app_label": opts.app_label,
+            "rotated": rotated,
+            "grace_hours": grace_hours,
+            "media": self.media,
+            "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
+        }
+        return TemplateResponse(request, "usergroups/admin/apikey/rotated.html", context)
