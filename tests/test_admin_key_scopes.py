@@ -259,7 +259,7 @@ def test_revoked_and_expired_keys_are_left_out(admin_client, workspace):
     assert "revoked or expired: nothing to rotate" in response.content.decode()
     live = APIKeyFactory(workspace=workspace)
     page = rotate(admin_client, revoked, live).content.decode()
-    assert "1 selected key(s) revoked or expired stay as they are." in page
+    assert "1 selected key revoked or expired stays as it is." in page
     rotate(admin_client, revoked, live, post="yes", grace_hours="0")
     assert APIKey.objects.count() == 4  # one new key, for the live one only
 

@@ -256,7 +256,7 @@ def test_bulk_revoke_asks_first_and_skips_revoked_keys(admin_client, workspace):
     selection = {"action": "revoke_keys", "_selected_action": [k.pk for k in [*keys, already]]}
     page = admin_client.post(url, selection).content.decode()
     assert "Revoke these API keys?" in page
-    assert "1 selected key(s) already revoked stay as they are." in page
+    assert "1 selected key already revoked stays as it is." in page
     assert all(api_status(k.key) == 200 for k in keys)
 
     response = admin_client.post(url, {**selection, "post": "yes"}, follow=True)

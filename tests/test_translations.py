@@ -1,5 +1,6 @@
-"""API messages go through Django's translation machinery, as DRF's own do: a catalogue
-in the host's LOCALE_PATHS translates them for the active language.
+"""API and admin messages go through Django's translation machinery, as DRF's and the
+admin's own do: a catalogue in the host's LOCALE_PATHS translates them for the active
+language.
 
 The catalogue is written by the test (a GNU .mo file, the format Django reads), so no
 translation tools are needed; German is used because Django and DRF ship catalogues for
@@ -11,10 +12,13 @@ import struct
 from pathlib import Path
 
 import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.test import override_settings
-from django.utils import translation
+from django.utils import timezone, translation
 
+from tests.support.admin import admin_url
 from tests.support.api import get_or_create, send
+from tests.support.factories import APIKeyFactory
 
 GERMAN = {
     "Invalid API key.": "Ungültiger API-Schlüssel.",
@@ -22,12 +26,34 @@ GERMAN = {
     "Must be at most %(limit)s characters.": "Darf höchstens %(limit)s Zeichen lang sein.",
     "The body must be a JSON object.": "Der Body muss ein JSON-Objekt sein.",
     "Invalid input.": "Ungültige Eingabe.",
+    # Admin: a column, a filter and its choices, a help text put together per request.
+    "Prefix": "Präfix",
+    "state": "Zustand",
+    "Active": "Aktiv",
+    "Search by name or prefix (the first %(length)s characters).": (
+        "Suche nach Name oder Präfix (den ersten %(length)s Zeichen)."
+    ),
+    # Admin: a confirmation page, its template and counted messages. A plural entry is
+    # the singular and plural msgid joined by NUL, and its forms likewise, as in a .mo.
+    "Revoke API keys?": "API-Schlüssel widerrufen?",
+    "in workspace %(workspace)s": "im Arbeitsbereich %(workspace)s",
+    "%(count)s selected key already revoked stays as it is.\0"
+    "%(count)s selected keys already revoked stay as they are.": (
+        "%(count)s ausgewählter, schon widerrufener Schlüssel bleibt, wie er ist.\0"
+        "%(count)s ausgewählte, schon widerrufene Schlüssel bleiben, wie sie sind."
+    ),
+    "Revoked %(count)s API key. Requests with it are refused from now on.\0"
+    "Revoked %(count)s API keys. Requests with them are refused from now on.": (
+        "%(count)s API-Schlüssel widerrufen. Anfragen damit werden ab jetzt abgelehnt.\0"
+        "%(count)s API-Schlüssel widerrufen. Anfragen damit werden ab jetzt abgelehnt."
+    ),
 }
 
 
 def write_mo(path: Path, messages: dict[str, str]) -> None:
     """``messages`` as a GNU gettext catalogue (what msgfmt writes), UTF-8."""
-    catalogue = {"": "Content-Type: text/plain; charset=UTF-8\n", **messages}
+    header = "Content-Type: text/plain; charset=UTF-8\nPlural-Forms: nplurals=2; plural=(n != 1);\n"
+    catalogue = {"": header, **messages}
     keys = sorted(key.encode() for key in catalogue)
     values = {key.encode(): value.encode() for key, value in catalogue.items()}
     ids = strs = b""
@@ -83,3 +109,27 @@ def test_parse_errors_are_translated(german, api_client):
 def test_without_a_catalogue_the_messages_are_english(api_client):
     with translation.override("de"):
         assert message(send(api_client, "GET", b"[]")) == "The body must be a JSON object."
+
+
+@pytest.mark.django_db
+def test_the_key_list_is_translated(german, admin_client, api_key):
+    page = admin_client.get(admin_url("apikey", "changelist")).content.decode()
+    assert ">Präfix</a>" in page  # the column header
+    assert "Nach Zustand" in page  # the filter, in Django's own "By ..."
+    assert 'ug-state-active">Aktiv</span>' in page
+    assert "Suche nach Name oder Präfix (den ersten 12 Zeichen)." in page
+    assert "Search by" not in page
+
+
+def test_revoking_keys_is_translated_with_plurals(german, admin_client, workspace):
+    live = APIKeyFactory.create_batch(2, workspace=workspace)
+    revoked = APIKeyFactory(workspace=workspace, revoked_at=timezone.now())
+    url = admin_url("apikey", "changelist")
+    selection = {"action": "revoke_keys", ACTION_CHECKBOX_NAME: [k.pk for k in [*live, revoked]]}
+    page = admin_client.post(url, selection).content.decode()
+    assert "<h1>API-Schlüssel widerrufen?</h1>" in page
+    assert f"im Arbeitsbereich {workspace}" in page
+    assert "1 ausgewählter, schon widerrufener Schlüssel bleibt, wie er ist." in page
+
+    page = admin_client.post(url, {**selection, "post": "yes"}, follow=True).content.decode()
+    assert "2 API-Schlüssel widerrufen. Anfragen damit werden ab jetzt abgelehnt." in page

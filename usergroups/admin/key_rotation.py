@@ -16,6 +16,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
 from ..models import APIKey
@@ -35,12 +37,14 @@ MAX_GRACE_HOURS = 24 * 7
 
 class GraceForm(forms.Form):
     grace_hours = forms.IntegerField(
-        label="Old key works for (hours)",
+        label=_("Old key works for (hours)"),
         min_value=0,
         max_value=MAX_GRACE_HOURS,
         initial=DEFAULT_GRACE_HOURS,
-        help_text="How long the old key keeps working, so callers can switch to the new "
-        "one without downtime; 0 revokes it at once.",
+        help_text=_(
+            "How long the old key keeps working, so callers can switch to the new one "
+            "without downtime; 0 revokes it at once."
+        ),
     )
 
 
@@ -53,34 +57,43 @@ class KeyRotationMixin(KeyRotationBase):
         lets in staff holding any one of them, so the two are asked here together.)"""
         return self.has_add_permission(request) and self.has_change_permission(request)
 
-    @admin.action(permissions=["rotate"], description="Rotate selected API keys")
+    @admin.action(permissions=["rotate"], description=_("Rotate selected API keys"))
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> HttpResponse | None:
         usable = list(queryset.usable().select_related("workspace"))  # type: ignore[attr-defined]
         if not usable:
             messages.info(
-                request, "The selected API keys are revoked or expired: nothing to rotate."
+                request, gettext("The selected API keys are revoked or expired: nothing to rotate.")
             )
             return None
         grace_form = GraceForm(request.POST if request.POST.get("post") == "yes" else None)
         if not grace_form.is_valid():
             skipped = queryset.count() - len(usable)
             consequences = [
-                "Each key is replaced by a new one with the same workspace, name and scopes, "
-                "shown once on the next page.",
-                "The old key keeps working for the hours you choose below, then is refused.",
+                gettext(
+                    "Each key is replaced by a new one with the same workspace, name and "
+                    "scopes, shown once on the next page."
+                ),
+                gettext(
+                    "The old key keeps working for the hours you choose below, then is refused."
+                ),
             ]
             if skipped:
                 consequences.append(
-                    f"{skipped} selected key(s) revoked or expired stay as they are."
+                    ngettext(
+                        "%(count)s selected key revoked or expired stays as it is.",
+                        "%(count)s selected keys revoked or expired stay as they are.",
+                        skipped,
+                    )
+                    % {"count": skipped}
                 )
             return confirmation_response(
                 self,
                 request,
-                title="Rotate API keys?",
-                question="Replace these API keys by new ones?",
+                title=gettext("Rotate API keys?"),
+                question=gettext("Replace these API keys by new ones?"),
                 consequences=consequences,
                 objects=usable,
-                submit_label="Yes, rotate",
+                submit_label=gettext("Yes, rotate"),
                 cancel_url=request.get_full_path(),
                 action="rotate_keys",
                 template="usergroups/admin/apikey/rotate_confirm.html",
@@ -99,9 +112,14 @@ class KeyRotationMixin(KeyRotationBase):
             except keys.KeyNotRotatable:  # revoked or expired meanwhile
                 continue
             self.log_change(
-                request, old, f"Rotated: replaced by {new.prefix}…, grace {grace_hours} h."
+                request,
+                old,
+                gettext("Rotated: replaced by %(prefix)s…, grace %(hours)s h.")
+                % {"prefix": new.prefix, "hours": grace_hours},
             )
-            self.log_addition(request, new, f"Created by rotating {old.prefix}….")
+            self.log_addition(
+                request, new, gettext("Created by rotating %(prefix)s….") % {"prefix": old.prefix}
+            )
             rotated.append(
                 {
                     "old": old,
@@ -110,7 +128,7 @@ class KeyRotationMixin(KeyRotationBase):
                     "secret": secret_html(
                         key,
                         element_id=f"new-api-key-{new.pk}",
-                        label="New API key",
+                        label=gettext("New API key"),
                         revealed=True,
                     ),
                 }
@@ -119,7 +137,7 @@ class KeyRotationMixin(KeyRotationBase):
         request.current_app = self.admin_site.name
         context = {
             **self.admin_site.each_context(request),
-            "title": "Copy your new API keys",
+            "title": gettext("Copy your new API keys"),
             "opts": opts,
             "app_label": opts.app_label,
             "rotated": rotated,

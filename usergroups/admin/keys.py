@@ -10,7 +10,10 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import lazy
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from .. import crypto
 from ..models import APIKey
@@ -32,11 +35,15 @@ else:
 
 
 class StateFilter(admin.SimpleListFilter):
-    title = "state"
+    title = _("state")
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("active", "Active"), ("expired", "Expired"), ("revoked", "Revoked")]
+        return [
+            ("active", gettext("Active")),
+            ("expired", gettext("Expired")),
+            ("revoked", gettext("Revoked")),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         now = timezone.now()
@@ -51,7 +58,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 class HasScopeFilter(admin.SimpleListFilter):
-    title = "has scope"
+    title = _("has scope")
     parameter_name = "has_scope"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
@@ -64,13 +71,19 @@ class HasScopeFilter(admin.SimpleListFilter):
 
 
 class LacksScopeFilter(HasScopeFilter):
-    title = "lacks scope"
+    title = _("lacks scope")
     parameter_name = "lacks_scope"
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() in SCOPES:
             return queryset.filter(**{field_name(str(self.value())): False})
         return queryset
+
+
+def search_help() -> str:
+    return gettext("Search by name or prefix (the first %(length)s characters).") % {
+        "length": crypto.KEY_LOOKUP_LENGTH
+    }
 
 
 @admin.register(APIKey)
@@ -90,9 +103,8 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
     list_filter = [StateFilter, HasScopeFilter, LacksScopeFilter, "workspace", "created_at"]
     list_select_related = ["workspace"]
     search_fields = ["prefix", "name"]
-    search_help_text = (
-        f"Search by name or prefix (the first {crypto.KEY_LOOKUP_LENGTH} characters)."
-    )
+    # Lazy, so that it is put together in the language of each request.
+    search_help_text = lazy(search_help, str)()
     ordering = ["-created_at", "-id"]
     actions = ["rotate_keys", "revoke_keys"]
     empty_value_display = "—"
@@ -114,8 +126,10 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
                     None,
                     {
                         "fields": ["workspace", "name", "expires_at", "scopes"],
-                        "description": "The key is generated on the server when you create "
-                        "it, and shown to you once, on the next page.",
+                        "description": _(
+                            "The key is generated on the server when you create it, and "
+                            "shown to you once, on the next page."
+                        ),
                     },
                 )
             ]
@@ -124,7 +138,7 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
         scopes = "scopes" if can_change else "scope_names"
         return [
             (None, {"fields": ["key_prefix", "name", "workspace", "state", scopes]}),
-            ("Validity", {"fields": ["created", expires, "last_used", "revoked"]}),
+            (_("Validity"), {"fields": ["created", expires, "last_used", "revoked"]}),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: APIKey | None = None) -> list[str]:
@@ -158,38 +172,38 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
 
     # Columns ---------------------------------------------------------------------------
 
-    @admin.display(description="Prefix", ordering="prefix")
+    @admin.display(description=_("Prefix"), ordering="prefix")
     def key_prefix(self, obj: APIKey) -> str:
         return format_html('<code class="ug-prefix">{}…</code>', obj.prefix)
 
-    @admin.display(description="Scopes")
+    @admin.display(description=_("Scopes"))
     def scope_names(self, obj: APIKey) -> str:
-        return ", ".join(ordered(obj.scopes)) or "none"
+        return ", ".join(ordered(obj.scopes)) or gettext("none")
 
-    @admin.display(description="Created", ordering="created_at")
+    @admin.display(description=_("Created"), ordering="created_at")
     def created(self, obj: APIKey) -> str:
         return when(obj.created_at)
 
-    @admin.display(description="Last used", ordering="last_used_at")
+    @admin.display(description=_("Last used"), ordering="last_used_at")
     def last_used(self, obj: APIKey) -> str:
-        return when(obj.last_used_at, empty="Never")
+        return when(obj.last_used_at, empty=gettext("Never"))
 
-    @admin.display(description="Expires", ordering="expires_at")
+    @admin.display(description=_("Expires"), ordering="expires_at")
     def expires(self, obj: APIKey) -> str:
-        return when(obj.expires_at, empty="Never")
+        return when(obj.expires_at, empty=gettext("Never"))
 
-    @admin.display(description="Revoked")
+    @admin.display(description=_("Revoked"))
     def revoked(self, obj: APIKey) -> str:
-        return when(obj.revoked_at, empty="Not revoked")
+        return when(obj.revoked_at, empty=gettext("Not revoked"))
 
-    @admin.display(description="State")
+    @admin.display(description=_("State"))
     def state(self, obj: APIKey) -> str:
         if obj.is_revoked:
-            label, css = "Revoked", "revoked"
+            label, css = gettext("Revoked"), "revoked"
         elif obj.is_expired:
-            label, css = "Expired", "expired"
+            label, css = gettext("Expired"), "expired"
         else:
-            label, css = "Active", "active"
+            label, css = gettext("Active"), "active"
         return format_html('<span class="ug-state ug-state-{}">{}</span>', css, label)
 
     # Creation: the key is shown once, on a page of its own -------------------------------
@@ -222,12 +236,14 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
         request.current_app = self.admin_site.name
         context = {
             **self.admin_site.each_context(request),
-            "title": "Copy your new API key",
+            "title": gettext("Copy your new API key"),
             "opts": opts,
             "app_label": opts.app_label,
             "api_key": obj,
             "scopes": self.scope_names(obj),
-            "secret": secret_html(key, element_id="new-api-key", label="API key", revealed=True),
+            "secret": secret_html(
+                key, element_id="new-api-key", label=gettext("API key"), revealed=True
+            ),
             "media": self.media,
             "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
             "change_url": reverse(

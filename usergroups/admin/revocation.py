@@ -13,6 +13,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from ..models import APIKey
 from ..services import keys
@@ -23,10 +25,13 @@ if TYPE_CHECKING:
 else:
     RevocationBase = object
 
-REVOKE_CONSEQUENCES = [
-    "Requests that use the key are refused (401) from the moment you confirm.",
-    "Revocation cannot be undone. To let a caller in again, create a new key.",
-]
+
+def revoke_consequences() -> list[str]:
+    """What revoking does, in the language of the request."""
+    return [
+        gettext("Requests that use the key are refused (401) from the moment you confirm."),
+        gettext("Revocation cannot be undone. To let a caller in again, create a new key."),
+    ]
 
 
 class KeyRevocationMixin(RevocationBase):
@@ -46,7 +51,7 @@ class KeyRevocationMixin(RevocationBase):
 
     def _revoke(self, request: HttpRequest, api_key: APIKey) -> None:
         keys.revoke_key(api_key)
-        self.log_change(request, api_key, "Revoked the key.")
+        self.log_change(request, api_key, gettext("Revoked the key."))
 
     def revoke_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         api_key = self.get_object(request, unquote(object_id))
@@ -54,7 +59,10 @@ class KeyRevocationMixin(RevocationBase):
             return missing_object_redirect(self, request, object_id)
         change_url = reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[api_key.pk])
         if api_key.is_revoked:
-            messages.info(request, f"The API key {api_key.prefix}… is already revoked.")
+            messages.info(
+                request,
+                gettext("The API key %(prefix)s… is already revoked.") % {"prefix": api_key.prefix},
+            )
             return HttpResponseRedirect(change_url)
         if not self.has_change_permission(request, api_key):
             raise PermissionDenied
@@ -62,48 +70,61 @@ class KeyRevocationMixin(RevocationBase):
             self._revoke(request, api_key)
             messages.success(
                 request,
-                f"The API key {api_key.prefix}… was revoked. Requests with it are refused.",
+                gettext("The API key %(prefix)s… was revoked. Requests with it are refused.")
+                % {"prefix": api_key.prefix},
             )
             return HttpResponseRedirect(change_url)
         return confirmation_response(
             self,
             request,
-            title="Revoke API key?",
-            question="Revoke this API key?",
-            consequences=REVOKE_CONSEQUENCES,
+            title=gettext("Revoke API key?"),
+            question=gettext("Revoke this API key?"),
+            consequences=revoke_consequences(),
             objects=[api_key],
-            submit_label="Yes, revoke the key",
+            submit_label=gettext("Yes, revoke the key"),
             cancel_url=change_url,
             danger=True,
         )
 
-    @admin.action(permissions=["change"], description="Revoke selected API keys")
+    @admin.action(permissions=["change"], description=_("Revoke selected API keys"))
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> HttpResponse | None:
         keys = list(queryset.filter(revoked_at__isnull=True))
         if not keys:
-            messages.info(request, "The selected API keys are already revoked.")
+            messages.info(request, gettext("The selected API keys are already revoked."))
             return None
         if request.POST.get("post") != "yes":
             skipped = queryset.count() - len(keys)
-            consequences = list(REVOKE_CONSEQUENCES)
+            consequences = revoke_consequences()
             if skipped:
-                consequences.append(f"{skipped} selected key(s) already revoked stay as they are.")
+                consequences.append(
+                    ngettext(
+                        "%(count)s selected key already revoked stays as it is.",
+                        "%(count)s selected keys already revoked stay as they are.",
+                        skipped,
+                    )
+                    % {"count": skipped}
+                )
             return confirmation_response(
                 self,
                 request,
-                title="Revoke API keys?",
-                question="Revoke these API keys?",
+                title=gettext("Revoke API keys?"),
+                question=gettext("Revoke these API keys?"),
                 consequences=consequences,
                 objects=keys,
-                submit_label="Yes, revoke the keys",
+                submit_label=gettext("Yes, revoke the keys"),
                 cancel_url=request.get_full_path(),
                 action="revoke_keys",
                 danger=True,
             )
         for api_key in keys:
             self._revoke(request, api_key)
-        plural = "API key" if len(keys) == 1 else "API keys"
         messages.success(
-            request, f"Revoked {len(keys)} {plural}. Requests with them are refused from now on."
+            request,
+            ngettext(
+                "Revoked %(count)s API key. Requests with it are refused from now on.",
+                "Revoked %(count)s API keys. Requests with them are refused from now on.",
+                len(keys),
+            )
+            % {"count": len(keys)},
         )
         return None

@@ -14,6 +14,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from .. import services
 from ..conf import usergroups_settings
@@ -44,21 +46,27 @@ class TokenRotationMixin(RotationBase):
     def _rotate(self, request: HttpRequest, group: UserGroup) -> bool:
         if services.groups.rotate_group_token(group) is None:
             return False
-        self.log_change(request, group, "Rotated the token.")
+        self.log_change(request, group, gettext("Rotated the token."))
         return True
 
     @staticmethod
     def _old_token_note() -> str:
         grace = usergroups_settings.ROTATION_GRACE_SECONDS
         if grace:
-            return f"The old token still resolves for {grace} seconds; it cannot be rotated."
-        return "The old token no longer works."
+            return ngettext(
+                "The old token still resolves for %(count)s second; it cannot be rotated.",
+                "The old token still resolves for %(count)s seconds; it cannot be rotated.",
+                grace,
+            ) % {"count": grace}
+        return gettext("The old token no longer works.")
 
     def _consequences(self) -> list[str]:
         return [
-            "A new token is made at once. " + self._old_token_note(),
-            "Pages that embed dashboards with the old token need the new one: get it with "
-            "GET /api/user, or here.",
+            gettext("A new token is made at once.") + " " + self._old_token_note(),
+            gettext(
+                "Pages that embed dashboards with the old token need the new one: get it with "
+                "GET /api/user, or here."
+            ),
         ]
 
     def rotate_token_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -70,26 +78,27 @@ class TokenRotationMixin(RotationBase):
         change_url = reverse(f"{self.admin_site.name}:usergroups_usergroup_change", args=[group.pk])
         if request.method == "POST":
             if self._rotate(request, group):
-                messages.success(
-                    request, f"The token of “{group}” was rotated. {self._old_token_note()}"
-                )
+                rotated = gettext("The token of “%(group)s” was rotated.") % {"group": group}
+                messages.success(request, rotated + " " + self._old_token_note())
             else:
                 messages.error(
-                    request, f"The token of “{group}” changed meanwhile; nothing was rotated."
+                    request,
+                    gettext("The token of “%(group)s” changed meanwhile; nothing was rotated.")
+                    % {"group": group},
                 )
             return HttpResponseRedirect(change_url)
         return confirmation_response(
             self,
             request,
-            title="Rotate token?",
-            question="Rotate the token of this user group?",
+            title=gettext("Rotate token?"),
+            question=gettext("Rotate the token of this user group?"),
             consequences=self._consequences(),
             objects=[group],
-            submit_label="Yes, rotate the token",
+            submit_label=gettext("Yes, rotate the token"),
             cancel_url=change_url,
         )
 
-    @admin.action(permissions=["change"], description="Rotate tokens of selected user groups")
+    @admin.action(permissions=["change"], description=_("Rotate tokens of selected user groups"))
     def rotate_tokens(
         self, request: HttpRequest, queryset: QuerySet[UserGroup]
     ) -> HttpResponse | None:
@@ -97,11 +106,11 @@ class TokenRotationMixin(RotationBase):
             return confirmation_response(
                 self,
                 request,
-                title="Rotate tokens?",
-                question="Rotate the tokens of these user groups?",
+                title=gettext("Rotate tokens?"),
+                question=gettext("Rotate the tokens of these user groups?"),
                 consequences=self._consequences(),
                 objects=queryset,
-                submit_label="Yes, rotate the tokens",
+                submit_label=gettext("Yes, rotate the tokens"),
                 cancel_url=request.get_full_path(),
                 action="rotate_tokens",
             )
@@ -112,13 +121,20 @@ class TokenRotationMixin(RotationBase):
             else:
                 changed += 1
         if rotated:
-            plural = "user group" if rotated == 1 else "user groups"
-            messages.success(
-                request, f"Rotated the tokens of {rotated} {plural}. {self._old_token_note()}"
-            )
+            done = ngettext(
+                "Rotated the tokens of %(count)s user group.",
+                "Rotated the tokens of %(count)s user groups.",
+                rotated,
+            ) % {"count": rotated}
+            messages.success(request, done + " " + self._old_token_note())
         if changed:
             messages.warning(
                 request,
-                f"{changed} token(s) changed meanwhile and were not rotated; try them again.",
+                ngettext(
+                    "%(count)s token changed meanwhile and was not rotated; try it again.",
+                    "%(count)s tokens changed meanwhile and were not rotated; try them again.",
+                    changed,
+                )
+                % {"count": changed},
             )
         return None

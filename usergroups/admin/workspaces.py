@@ -8,6 +8,7 @@ from django.forms import Media
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from ..models import APIKey, UserGroup, Workspace
 from .common import MEDIA, OfferedLookupsOnly, subquery_count, when
@@ -23,7 +24,7 @@ class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
     list_display = ["display_name", "slug", "group_count", "active_key_count", "created"]
     list_display_links = ["display_name", "slug"]
     search_fields = ["slug", "name"]
-    search_help_text = "Search by slug or name."
+    search_help_text = _("Search by slug or name.")
     list_filter = ["created_at"]
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["created", "group_count", "active_key_count"]
@@ -32,11 +33,13 @@ class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
             None,
             {
                 "fields": ["name", "slug"],
-                "description": "A workspace is an account that calls the API. Its API keys "
-                "see only its own user groups.",
+                "description": _(
+                    "A workspace is an account that calls the API. Its API keys see only its "
+                    "own user groups."
+                ),
             },
         ),
-        ("Usage", {"fields": ["group_count", "active_key_count", "created"]}),
+        (_("Usage"), {"fields": ["group_count", "active_key_count", "created"]}),
     ]
 
     @property
@@ -63,7 +66,7 @@ class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
     ) -> dict[str, Any]:
         return self.prepopulated_fields if obj is None else {}
 
-    @admin.display(description="Workspace", ordering="name")
+    @admin.display(description=_("Workspace"), ordering="name")
     def display_name(self, obj: Workspace) -> str:
         return str(obj)
 
@@ -73,14 +76,14 @@ class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
             '<a href="{}?workspace__id__exact={}{}">{}</a>', url, obj.pk, extra, count
         )
 
-    @admin.display(description="Created", ordering="created_at")
+    @admin.display(description=_("Created"), ordering="created_at")
     def created(self, obj: Workspace) -> str:
         return when(obj.created_at)
 
-    @admin.display(description="User groups", ordering="group_count")
+    @admin.display(description=_("User groups"), ordering="group_count")
     def group_count(self, obj: Any) -> str:
         return self._link("usergroup", obj, obj.group_count)
 
-    @admin.display(description="Active API keys", ordering="active_key_count")
+    @admin.display(description=_("Active API keys"), ordering="active_key_count")
     def active_key_count(self, obj: Any) -> str:
         return self._link("apikey", obj, obj.active_key_count, "&state=active")
