@@ -10,6 +10,8 @@ Every receiver gets ``sender`` (the ``UserGroup`` model) and ``group``, a
 ``group_deleted``), whole, so reading any of it costs no query. No signal carries a
 token as an argument; ``group.token`` unseals the current one for a receiver that needs
 it.
+
+A cascading delete sends ``group_deleted`` once for every group it deletes.
 """
 
 from functools import partial
@@ -25,6 +27,10 @@ group_updated = Signal()
 token_rotated = Signal()
 #: Also carries ``team_id`` (the same as ``group.team_id``).
 group_deleted = Signal()
+#: Sent (after ``group_updated``) when a group gets another parent, or none; also
+#: carries ``old_parent_id`` and ``new_parent_id``: the parents' team ids, or None.
+#: ``group.parent_user_group_id`` names the new parent.
+group_moved = Signal()
 
 
 def send_on_commit(signal: Signal, **kwargs: Any) -> None:
