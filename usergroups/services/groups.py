@@ -239,7 +239,7 @@ def update_group(
     parent (a provided id, or None to detach) moves the group with its subtree.
     """
     groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
-    return _update(groups, changes)
+    return _update(groups, changes, workspace_id)
 
 
 def update_group_by_team_id(team_id: int, changes: dict[str, Any]) -> GroupRecord | None:
@@ -250,14 +250,16 @@ def update_group_by_team_id(team_id: int, changes: dict[str, Any]) -> GroupRecor
 _UPDATABLE = ("name", "properties", "provided_id")
 
 
-def _update(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
+def _update(
+    groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None = None
+) -> GroupRecord | None:
     """A rename that meets a group holding its new id raises :class:`ProvidedIdTaken`; if
     that group is gone by the time it is looked for, the id was freed meanwhile and the
     update runs again (:data:`ATTEMPTS_WHEN_GONE` times in all)."""
     error: IntegrityError | None = None
     for _attempt in range(ATTEMPTS_WHEN_GONE):
         try:
-            updated = _update_locked(groups, changes)
+            updated = _update_locked(groups, changes, workspace_id)
             break
         except IntegrityError as exc:
             if "provided_id" not in changes:
@@ -288,15 +290,16 @@ def _update(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord
 
 @retry_on_conflict
 def _update_locked(
-    groups: QuerySet[UserGroup], changes: dict[str, Any]
+    groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None
 ) -> tuple[GroupRecord, int | None] | None:
-    """The updated group and its parent's id before the update."""
+    """The updated group (of ``workspace_id``, when known) and its parent's id before."""
     moving = "parent_user_group_id" in changes
     with _atomic():
         if moving:
             # The workspace's row first, then the group's: the order every hierarchy
             # change locks in (see hierarchy), so two of them never deadlock.
-            workspace_id = groups.values_list("workspace_id", flat=True).first()
+            if workspace_id is None:
+                workspace_id = groups.values_list("workspace_id", flat=True).first()
             if workspace_id is None:
                 return None
             hierarchy.lock_workspace(workspace_id)
@@ -366,7 +369,7 @@ def delete_group(
         groups = groups.filter(token_digest=crypto.digest(token))
     else:
         return []
-    return _delete(groups, cascade)
+    return _delete(groups, cascade, workspace_id)
 
 
 def delete_group_by_team_id(team_id: int, *, cascade: bool = False) -> list[GroupRecord]:
@@ -375,9 +378,12 @@ def delete_group_by_team_id(team_id: int, *, cascade: bool = False) -> list[Grou
 
 
 @retry_on_conflict  # given the digest, never the token (see _rotate_digest)
-def _delete(groups: QuerySet[UserGroup], cascade: bool) -> list[GroupRecord]:
+def _delete(
+    groups: QuerySet[UserGroup], cascade: bool, workspace_id: int | None = None
+) -> list[GroupRecord]:
     with _atomic():
-        workspace_id = groups.values_list("workspace_id", flat=True).first()
+        if workspace_id is None:
+            workspace_id = groups.values_list("workspace_id", flat=True).first()
         if workspace_id is None:
             return []
         # No child may be added (or moved) under the subtree while it is deleted.

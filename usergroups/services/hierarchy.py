@@ -67,7 +67,7 @@ def lock_workspace(workspace_id: int) -> None:
     connection = connections[router.db_for_write(Workspace)]
     no_key = connection.features.has_select_for_no_key_update
     rows = Workspace.objects.select_for_update(no_key=no_key).filter(pk=workspace_id)
-    list(rows.values_list("pk", flat=True))
+    list(rows.order_by().values_list("pk", flat=True))
 
 
 def parent_chain(workspace_id: int, parent_provided_id: str) -> list[Ancestor]:
