@@ -157,7 +157,9 @@ def test_a_parent_of_another_workspace_is_unknown(api_client, other_workspace):
             api_client, {"user_group_id": "mine", "parent_user_group_id": "theirs"}
         )
     error = assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
-    assert error["fields"]["parent_user_group_id"] == ["No user group of this workspace has this id."]
+    assert error["fields"]["parent_user_group_id"] == [
+        "No user group of this workspace has this id."
+    ]
 
 
 def test_create_deeper_than_the_bound_is_invalid(api_client):
@@ -193,7 +195,9 @@ def test_put_moves_a_group_with_its_subtree(api_client):
     make(api_client, "new-parent", properties={"from": "new"})
     make(api_client, "moved", parent="old-parent")
     make(api_client, "below", parent="moved")
-    moved = group_of(put(api_client, {"user_group_id": "moved", "parent_user_group_id": "new-parent"}))
+    moved = group_of(
+        put(api_client, {"user_group_id": "moved", "parent_user_group_id": "new-parent"})
+    )
     assert moved["parent_user_group_id"] == "new-parent"
     assert moved["computed_properties"] == {"from": "new"}
     assert parent_of("below") == "moved"
@@ -219,7 +223,12 @@ def test_put_without_the_field_keeps_the_parent(api_client):
 
 @pytest.mark.parametrize(
     ("moved", "under"),
-    [("level-1", "level-1"), ("level-1", "level-2"), ("level-1", "level-3"), ("level-2", "level-3")],
+    [
+        ("level-1", "level-1"),
+        ("level-1", "level-2"),
+        ("level-1", "level-3"),
+        ("level-2", "level-3"),
+    ],
     ids=["itself", "its-child", "its-grandchild", "a-middle-one-under-its-child"],
 )
 def test_a_move_that_makes_a_cycle_is_invalid_and_changes_nothing(api_client, moved, under):
@@ -237,7 +246,9 @@ def test_a_move_that_makes_a_descendant_too_deep_is_invalid(api_client):
         response = put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-3"})
     assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
     # Under other-2, deep-3 reaches level 5 exactly: allowed.
-    moved = group_of(put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-2"}))
+    moved = group_of(
+        put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-2"})
+    )
     assert moved["parent_user_group_id"] == "other-2"
 
 
@@ -275,7 +286,9 @@ def received():
     group_deleted.disconnect(dispatch_uid="test-hierarchy-deleted")
 
 
-def test_group_moved_carries_the_old_and_the_new_parent(api_client, received, django_capture_on_commit_callbacks):
+def test_group_moved_carries_the_old_and_the_new_parent(
+    api_client, received, django_capture_on_commit_callbacks
+):
     old = make(api_client, "old")
     new = make(api_client, "new")
     make(api_client, "g", parent="old")
@@ -428,7 +441,9 @@ def test_a_move_costs_at_most_eleven_queries(
     chain(api_client, 3)
     make(api_client, "other")
     with django_assert_max_num_queries(11):
-        moved = group_of(put(api_client, {"user_group_id": "level-2", "parent_user_group_id": "other"}))
+        moved = group_of(
+            put(api_client, {"user_group_id": "level-2", "parent_user_group_id": "other"})
+        )
     assert moved["parent_user_group_id"] == "other"
 
 
@@ -466,20 +481,17 @@ def test_moves_that_together_make_a_cycle_never_both_succeed(api_key):
             put(client, {"user_group_id": provided_id, "parent_user_group_id": None})
         size = 2 if _round % 2 else 3  # a two-group cycle, then a three-group one
         moves = [(ring[i], ring[(i + 1) % size]) for i in range(size)]
-        results = run_together(
-            size,
-            lambda i: status_and_body(
-                put(
-                    client_for(api_key.key),
-                    {"user_group_id": moves[i][0], "parent_user_group_id": moves[i][1]},
-                )
-            ),
-        )
+        results = run_together(size, lambda i, moves=moves: move(api_key.key, *moves[i]))
         statuses = sorted(status for status, _ in results)
         assert statuses == [200] * (size - 1) + [400], results
         refused = next(body for status, body in results if status == 400)
         assert set(refused["error"]["fields"]) == {"parent_user_group_id"}
         assert_no_cycle()
+
+
+def move(key, provided_id, parent):
+    body = {"user_group_id": provided_id, "parent_user_group_id": parent}
+    return status_and_body(put(client_for(key), body))
 
 
 def assert_no_cycle():

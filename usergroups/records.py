@@ -38,6 +38,7 @@ class Ancestor(NamedTuple):
     properties: dict[str, Any] | None
     mapping: dict[str, str]
 
+
 #: The ``UserGroup`` columns a record is read from, in this order; the group statements
 #: of :mod:`usergroups.sql` select them so, then ``schema_id`` and ``data_source_id``.
 RECORD_FIELDS = (
@@ -137,6 +138,7 @@ class GroupRecord:
             if row[0] == team_id and row[_COUNT] is not None
         ]
         return cls.from_values(first[:_COUNT], pairs, ancestors)
+
 
 #: Where ``parent_id`` is among a group statement's row values.
 PARENT_INDEX = RECORD_FIELDS.index("parent_id")

@@ -192,7 +192,7 @@ class UserGroupView(WorkspaceAPIView):
             )
         except groups.HasChildren as exc:
             raise Conflict(
-                f"The user group has {exc} descendant group(s); send \"cascade\": true "
+                f'The user group has {exc} descendant group(s); send "cascade": true '
                 "to delete them with it."
             ) from None
         if not deleted:

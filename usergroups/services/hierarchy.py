@@ -33,9 +33,15 @@ def ancestors_of(team_ids: Iterable[int]) -> dict[int, list[Ancestor]]:
         return {}
     chains: dict[int, list[Ancestor]] = {team_id: [] for team_id in ids}
     last: tuple[int, int] | None = None
-    for start_id, distance, team_id, provided_id, properties, schema_id, source in (
-        sql.ANCESTORS.fetch(ids)[1]
-    ):
+    for (
+        start_id,
+        distance,
+        team_id,
+        provided_id,
+        properties,
+        schema_id,
+        source,
+    ) in sql.ANCESTORS.fetch(ids)[1]:
         chain = chains[start_id]
         if (start_id, distance) != last:
             chain.append(Ancestor(team_id, provided_id, properties, {}))
