@@ -447,6 +447,17 @@ def test_a_move_costs_at_most_eleven_queries(
     assert moved["parent_user_group_id"] == "other"
 
 
+def test_a_list_page_costs_at_most_five_queries_whatever_the_depths(
+    api_client, recently_used_key, django_assert_max_num_queries
+):
+    chain(api_client, 5)
+    chain(api_client, 3, prefix="other")
+    with django_assert_max_num_queries(5):
+        body = api_client.get("/api/user/list").json()
+    assert body["total_count"] == 8
+    assert [g["parent_user_group_id"] for g in body["user_groups"]][:2] == [None, "level-1"]
+
+
 @pytest.mark.parametrize("width", [1, 90])
 def test_a_cascading_delete_costs_at_most_fourteen_queries_up_to_a_hundred_groups(
     api_client, recently_used_key, width, django_assert_max_num_queries
