@@ -132,10 +132,13 @@ def test_an_ancestors_change_shows_in_every_descendant_at_the_next_read(api_clie
     assert level_1["computed_mapping"] == {}
 
 
-def test_rotation_answers_are_unchanged(api_client):
+def test_rotation_answers_are_unchanged(
+    api_client, recently_used_key, django_assert_max_num_queries
+):
     make(api_client, "parent")
     child = make(api_client, "child", parent="parent")
-    rotated = group_of(rotate(api_client, {"current_token": child["token"]}))
+    with django_assert_max_num_queries(4):
+        rotated = group_of(rotate(api_client, {"current_token": child["token"]}))
     assert set(rotated) == {"team_id", "token", "name", "provided_id"}
 
 
@@ -513,3 +516,13 @@ def assert_no_cycle():
             assert current not in seen, f"a cycle through team_id={current}"
             seen.add(current)
             current = parents[current]
+
+
+@pytest.mark.parametrize(("depth", "budget"), [(1, 1), (5, 2)])
+def test_resolving_a_group_token_costs_one_query_without_parent_two_at_any_depth(
+    api_client, depth, budget, django_assert_num_queries
+):
+    deepest = chain(api_client, depth)[-1]
+    with django_assert_num_queries(budget):
+        record = resolve_group_token(deepest["token"])
+    assert record is not None and record.provided_id == deepest["provided_id"]
