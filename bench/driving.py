@@ -88,6 +88,12 @@ def get_body() -> str:
     return json.dumps(GET_BODY)
 
 
+def deep_body() -> str:
+    from bench.workload import DEEP_BODY
+
+    return json.dumps(DEEP_BODY)
+
+
 def wrk(
     server: Server,
     impl: str,
@@ -137,7 +143,7 @@ def run_scenario(
         duration = args.short_duration if scenario.short else args.duration
     extra: dict[str, str] = {}
     if scenario.script == "get":
-        extra["BENCH_BODY"] = body
+        extra["BENCH_BODY"] = deep_body() if scenario.deep else body
     elif scenario.script == "create":
         extra["BENCH_RUN_ID"] = f"new-{uuid.uuid4().hex[:12]}"
     elif scenario.script == "rotate":

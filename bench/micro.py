@@ -48,7 +48,7 @@ def main() -> None:
     from django.core.wsgi import get_wsgi_application
     from rest_framework.authtoken.models import Token
 
-    from bench.workload import GET_BODY
+    from bench.workload import DEEP_BODY, GET_BODY
     from usergroups.models import APIKey
 
     args = sys.argv[1:]
@@ -70,6 +70,8 @@ def main() -> None:
     cases = {
         "baseline1": ("/bench/constant", f"Token {drf}", body),
         "usergroups": ("/api/user", f"Token {key}", body),
+        # The same at depth 5: one more query, for all four ancestors.
+        "usergroups-depth5": ("/api/user", f"Token {key}", json.dumps(DEEP_BODY).encode()),
         "baseline2": ("/bench/obvious", f"Token {drf}", body),
     }
 
@@ -77,7 +79,7 @@ def main() -> None:
     counter = [0]
 
     def call(case):
-        if case.startswith(("create", "rotate")):
+        if case.startswith(("create-", "rotate-")):
             kind, impl = case.split("-")
             path, auth = cases[impl][:2]
             counter[0] += 1
@@ -135,7 +137,7 @@ def main() -> None:
                 call(case)
             results.setdefault(case, []).append((time.process_time() - start) / n * 1e6)
     for case, values in results.items():
-        print(f"{case:12s} {min(values):8.1f} us/request (min of 3)  {sorted(values)}")
+        print(f"{case:17s} {min(values):8.1f} us/request (min of 3)  {sorted(values)}")
 
 
 if __name__ == "__main__":

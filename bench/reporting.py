@@ -102,6 +102,9 @@ def targets(
         if rot and get8:
             name = f"{b}: rotation p50 <= 2x get p50 (get at {args_connections} connections)"
             out.append(_latency(name, rot, get8, 2))
+        deep = m("get_deep", "usergroups", "p50_us")
+        if deep and get8:
+            out.append(_latency(f"{b}: get p50 at depth 5 <= 1.2x at the root", deep, get8, 1.2))
         big = m("get_1m", "usergroups", "p50_us")
         if big and get8:
             out.append(_latency(f"{b}: get p50 at 1M groups <= 1.2x at 1k", big, get8, 1.2))

@@ -24,7 +24,8 @@ bench/results.png.
 This module is the command: its options and the order of the steps. The steps, one job
 a module: bench/datasets.py (migrate and seed through bench/seed.py), bench/driving.py
 (servers and wrk runs), bench/profiling.py (``--profile``), bench/reporting.py (the table,
-the targets, RESULTS.md), bench/charting.py (results.png); bench/scenarios.py says what
+the targets, RESULTS.md), bench/charting.py (results.png), bench/moves.py (a move of a
+group with 1,000 descendants, timed); bench/scenarios.py says what
 is measured.
 """
 
@@ -41,14 +42,27 @@ from typing import Any
 
 from bench import BENCH, OUT, log
 from bench.charting import chart
-from bench.datasets import pg_available, prepare
+from bench.datasets import pg_available, prepare, server_env
 from bench.driving import get_body, measure_backend, measure_rss
 from bench.reporting import format_table, table_rows, write_results
 from bench.scenarios import Results
+from tests.support.deployment import run_python
 
 
 def load1() -> float:
     return os.getloadavg()[0]
+
+
+def time_moves(backend: str) -> str:
+    """bench/moves.py on the backend's ``scratch`` data set, as a line of the report."""
+    moved = json.loads(
+        run_python(server_env(backend, "scratch"), "-m", "bench.moves").strip().splitlines()[-1]
+    )
+    return (
+        f"{backend}: a move of a group with {moved['descendants']:,} descendants (PUT's "
+        f"service call, in process): median {moved['median_ms']} ms, slowest "
+        f"{moved['max_ms']} ms of {moved['moves']} moves"
+    )
 
 
 def main() -> None:
@@ -97,6 +111,8 @@ def main() -> None:
     body = get_body()
     for backend in backends:
         measure_backend(backend, infos[backend], args, results, body)
+        results.notes.append(time_moves(backend))
+        log(results.notes[-1])
     if args.rss_requests:
         rss_backend = args.rss_backend if args.rss_backend in backends else backends[0]
         log(f"memory mode on {rss_backend}: {args.rss_requests:,} requests per worker")

@@ -24,12 +24,14 @@ class Scenario:
     script: str
     connections: int | None = None  # None: --connections
     short: bool = False  # 1-connection runs use --short-duration
+    deep: bool = False  # get: the group at depth 5 (bench.workload.DEEP_BODY), not the root
 
 
 SCENARIOS = [
     Scenario("get", "get, 1k groups", "1k", "baseline1", "get"),
     Scenario("get", "get, 1k groups", "1k", "usergroups", "get"),
     Scenario("get", "get, 1k groups", "1k", "baseline2", "get"),
+    Scenario("get_deep", "get at depth 5, 1k groups", "1k", "usergroups", "get", deep=True),
     Scenario("get_1m", "get, 1M groups", "1m", "usergroups", "get"),
     Scenario("create", "create", "scratch", "usergroups", "create"),
     Scenario("create", "create", "scratch", "baseline2", "create"),
@@ -37,7 +39,7 @@ SCENARIOS = [
     Scenario("rotate", "rotation chain, 1 connection", "scratch", "usergroups", "rotate", 1, True),
     Scenario("rotate", "rotation chain, 1 connection", "scratch", "baseline2", "rotate", 1, True),
 ]
-SCENARIO_ORDER = ["get", "get_1m", "create", "get_1c", "rotate"]
+SCENARIO_ORDER = ["get", "get_deep", "get_1m", "create", "get_1c", "rotate"]
 
 
 def first_scenario(key: str) -> Scenario:

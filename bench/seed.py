@@ -25,7 +25,14 @@ def main() -> None:
     from rest_framework.authtoken.models import Token
 
     from bench.baseline.models import Group, Mapping
-    from bench.workload import TARGET_ID, TARGET_MAPPING, TARGET_NAME, TARGET_PROPERTIES
+    from bench.workload import (
+        DEEP_ANCESTORS,
+        DEEP_ID,
+        TARGET_ID,
+        TARGET_MAPPING,
+        TARGET_NAME,
+        TARGET_PROPERTIES,
+    )
     from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
     from usergroups.services import groups, keys
 
@@ -45,6 +52,17 @@ def main() -> None:
         mapping=TARGET_MAPPING,
         properties=TARGET_PROPERTIES,
     )
+    # The depth-5 group: four ancestors, each with properties and a mapping of its own.
+    parent = None
+    for level, provided_id in enumerate([*DEEP_ANCESTORS, DEEP_ID], start=1):
+        groups.get_or_create_group(
+            workspace.pk,
+            provided_id,
+            mapping={"sales": f"ds-level-{level}", f"schema-{level}": f"ds-{level}"},
+            properties={"region": "eu-west", f"level_{level}": level},
+            parent_user_group_id=parent,
+        )
+        parent = provided_id
     obvious, _ = Group.objects.get_or_create(
         owner=user,
         provided_id=TARGET_ID,

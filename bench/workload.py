@@ -29,3 +29,9 @@ CONSTANT_RESPONSE = {
         "mapping": TARGET_MAPPING,
     },
 }
+
+# A group at depth 5 of the hierarchy, under four ancestors that each set properties and
+# map schemas: its get reads them all (one more query, whatever the depth).
+DEEP_ANCESTORS = [f"bench-level-{level}" for level in range(1, 5)]
+DEEP_ID = "dashboard-team-0042-depth5"
+DEEP_BODY = {**GET_BODY, "user_group_id": DEEP_ID, "parent_user_group_id": DEEP_ANCESTORS[-1]}

@@ -13,6 +13,19 @@ from usergroups.models import SchemaMapping, UserGroup
 
 TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
 
+#: The keys of ``user_group`` in get-or-create and update answers (contract sections 3, 5).
+GROUP_KEYS = {
+    "team_id",
+    "token",
+    "name",
+    "provided_id",
+    "properties",
+    "mapping",
+    "parent_user_group_id",
+    "computed_properties",
+    "computed_mapping",
+}
+
 
 def ok(response) -> dict:
     assert response.status_code == 200, response.content
@@ -51,7 +64,7 @@ def test_response_shape_is_exactly_the_contracts(api_client, workspace):
     assert body["success"] == 1 and type(body["success"]) is int
     assert body["new_user_group"] is True
     group = body["user_group"]
-    assert set(group) == {"team_id", "token", "name", "provided_id", "properties", "mapping"}
+    assert set(group) == GROUP_KEYS
     assert type(group["team_id"]) is int
     stored = UserGroup.objects.get(workspace=workspace, provided_id="acme")
     assert group == {
@@ -61,6 +74,9 @@ def test_response_shape_is_exactly_the_contracts(api_client, workspace):
         "provided_id": "acme",
         "properties": {"region": "EU"},
         "mapping": {"sales": "pg-1"},
+        "parent_user_group_id": None,
+        "computed_properties": {"region": "EU"},
+        "computed_mapping": {"sales": "pg-1"},
     }
 
 
@@ -285,6 +301,9 @@ def test_stored_group_made_elsewhere_is_returned_with_its_token(api_client, grou
             "provided_id": group.provided_id,
             "properties": group.properties,
             "mapping": {"sales": "pg-1"},
+            "parent_user_group_id": None,
+            "computed_properties": group.properties,
+            "computed_mapping": {"sales": "pg-1"},
         },
     }
 
@@ -415,7 +434,7 @@ def test_unknown_fields_are_ignored(api_client, api_key):
     assert group["team_id"] == stored.team_id != 987654
     assert group["token"] == stored.token != "ugt_" + "A" * 43
     assert stored.workspace_id == api_key.workspace_id
-    assert set(group) == {"team_id", "token", "name", "provided_id", "properties", "mapping"}
+    assert set(group) == GROUP_KEYS
 
 
 @pytest.mark.parametrize(

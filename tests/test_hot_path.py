@@ -212,6 +212,7 @@ PROPERTIES = [{}, {"a": {"b": [1, None]}}, {"a": "\x00"}, {"a": float("nan")}, [
 
 def get_or_create_inputs():
     rng = random.Random(5)
+    parents = random.Random(6)
     fixed = [
         {"user_group_id": "a"},
         {"user_group_id": "a", "name": None, "mapping": None, "properties": None},
@@ -235,6 +236,9 @@ def get_or_create_inputs():
             data["mapping"] = rng.choice([*MAPPINGS, None])
         if rng.random() < 0.6:
             data["properties"] = rng.choice([*PROPERTIES, None])
+        # Drawn apart, so the fields above get the draws they always got.
+        if parents.random() < 0.15:
+            data["parent_user_group_id"] = parents.choice(["parent", None, "", 12, "x" * 256])
         yield data
 
 
@@ -257,6 +261,7 @@ def test_the_get_or_create_serializer_has_the_fields_its_short_way_checks():
         "name",
         "mapping",
         "properties",
+        "parent_user_group_id",
     ]
     assert GetOrCreateRequestSerializer.validate is serializers.Serializer.validate
 

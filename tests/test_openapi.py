@@ -41,6 +41,7 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
         "name",
         "mapping",
         "properties",
+        "parent_user_group_id",
     }
 
 
@@ -50,7 +51,7 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
         ("get", {"200", "400", "401", "403", "411", "413", "415", "429", "503"}),
         ("post", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
         ("put", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
-        ("delete", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
+        ("delete", {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "503"}),
     ],
 )
 def test_every_response_is_described(schema, method, statuses):
@@ -60,6 +61,24 @@ def test_every_response_is_described(schema, method, statuses):
         content = response["content"]["application/json"]["schema"]
         if status != "200":
             assert content["properties"]["error"]["required"] == ["code", "message"]
+
+
+def test_the_hierarchy_is_described(schema):
+    get, put, delete = (operation(schema, method) for method in ("get", "put", "delete"))
+    group = get["responses"]["200"]["content"]["application/json"]["schema"]
+    shown = group["properties"]["user_group"]["properties"]
+    assert {"parent_user_group_id", "computed_properties", "computed_mapping"} <= set(shown)
+    for method in (get, put):
+        body = method["requestBody"]["content"]["application/json"]["schema"]
+        assert body["properties"]["parent_user_group_id"]["nullable"] is True
+    deleted = delete["responses"]["200"]["content"]["application/json"]["schema"]
+    assert deleted["properties"]["deleted_count"]["type"] == "integer"
+    body = delete["requestBody"]["content"]["application/json"]["schema"]
+    assert body["properties"]["cascade"]["type"] == "boolean"
+    listing = schema["paths"]["/api/user/list"]["get"]
+    assert "parent_user_group_id" in {p["name"] for p in listing["parameters"]}
+    listed = listing["responses"]["200"]["content"]["application/json"]["schema"]
+    assert "parent_user_group_id" in listed["properties"]["user_groups"]["items"]["required"]
 
 
 def test_list_describes_its_failures(schema):

@@ -120,7 +120,17 @@ def race_server(request, tmp_path):
 
 # --- The contract's answer shapes ----------------------------------------------------------
 
-GROUP_KEYS = {"team_id", "token", "name", "provided_id", "properties", "mapping"}
+GROUP_KEYS = {
+    "team_id",
+    "token",
+    "name",
+    "provided_id",
+    "properties",
+    "mapping",
+    "parent_user_group_id",
+    "computed_properties",
+    "computed_mapping",
+}
 ROTATED_KEYS = {"team_id", "token", "name", "provided_id"}
 DELETED_KEYS = {"team_id", "name", "provided_id"}
 

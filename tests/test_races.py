@@ -10,42 +10,10 @@ import pytest
 from django.db import connection, connections
 
 from tests.support.api import client_for, get_or_create, rotate, status_and_body
+from tests.support.concurrency import JOIN_TIMEOUT, THREADS, run_together
 from tests.support.factories import UserGroupFactory
 from usergroups import crypto, services
 from usergroups.models import SchemaMapping, UserGroup
-
-THREADS = 8
-JOIN_TIMEOUT = 60
-
-
-def run_together(count, call):
-    """Run ``call(i)`` in ``count`` threads released at once; their results, in order.
-
-    Each thread closes its own database connections when done, so none is left open
-    when the test database is flushed or dropped.
-    """
-    barrier = threading.Barrier(count)
-    results = [None] * count
-    errors = []
-
-    def worker(index):
-        try:
-            barrier.wait(timeout=JOIN_TIMEOUT)
-            results[index] = call(index)
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOIN_TIMEOUT)
-    assert not any(thread.is_alive() for thread in threads), "a thread hung"
-    assert not errors, errors
-    return results
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -30,6 +30,8 @@ class Data:
     in_grace_old: str
     grace_over_old: str
     key: APIKey
+    child: UserGroup  # of mapped, with a mapping entry of its own
+    grandchild: UserGroup  # of child, without mappings
 
 
 @pytest.fixture
@@ -45,6 +47,8 @@ def data(workspace, other_workspace):
     in_grace = UserGroupFactory(workspace=workspace)
     grace_over = UserGroupFactory(workspace=workspace)
     SchemaMappingFactory(group=in_grace, schema_id="sales", data_source_id="eu")
+    child = UserGroupFactory(workspace=workspace, parent=mapped, properties={"n": 1})
+    SchemaMappingFactory(group=child, schema_id="zeta", data_source_id="child-db")
     namesake = UserGroupFactory(workspace=other_workspace, provided_id=mapped.provided_id)
     SchemaMappingFactory(group=namesake, schema_id="sales", data_source_id="other")
     olds = {}
@@ -66,6 +70,8 @@ def data(workspace, other_workspace):
         in_grace_old=olds[in_grace.pk],
         grace_over_old=olds[grace_over.pk],
         key=APIKeyFactory(workspace=workspace),
+        child=child,
+        grandchild=UserGroupFactory(workspace=workspace, parent=child, properties=None),
     )
 
 
@@ -145,6 +151,53 @@ def api_key_by_digest(d: Data) -> list[tuple[list, list]]:
     return [([value], orm_keys(Q(digest=value))) for value in asked]
 
 
+def orm_chain(team_id: int) -> list[tuple[int, int]]:
+    """``(team_id, distance)`` of the group and its ancestors, the group first (1)."""
+    chain = []
+    group = UserGroup.objects.filter(pk=team_id).first()
+    while group is not None:
+        chain.append((group.pk, len(chain) + 1))
+        group = group.parent
+    return chain
+
+
+def ancestors(d: Data) -> list[tuple[list, list]]:
+    asked = [
+        [d.grandchild.pk],
+        [d.child.pk],
+        [d.mapped.pk],
+        [d.grandchild.pk, d.bare.pk, d.child.pk],
+        [987654321],
+    ]
+    answers = []
+    for ids in asked:
+        rows = []
+        for start in sorted(ids):
+            for team_id, distance in reversed(orm_chain(start)):
+                group = UserGroup.objects.get(pk=team_id)
+                head = (start, distance, team_id, group.provided_id, group.properties)
+                pairs = group.mappings.order_by("schema_id").values_list(
+                    "schema_id", "data_source_id"
+                )
+                rows += [head + pair for pair in pairs] or [(*head, None, None)]
+        answers.append((ids, rows))
+    return answers
+
+
+def descendants(d: Data) -> list[tuple[list, list]]:
+    asked = [[d.mapped.pk], [d.child.pk], [d.grandchild.pk], [d.mapped.pk, d.bare.pk], [987654]]
+    answers = []
+    for ids in asked:
+        rows = []
+        for start in sorted(ids):
+            level, distance = UserGroup.objects.filter(pk=start), 1
+            while level:
+                rows += [(start, pk, distance) for pk in sorted(g.pk for g in level)]
+                level, distance = UserGroup.objects.filter(parent__in=level), distance + 1
+        answers.append((ids, rows))
+    return answers
+
+
 QUESTIONS = {
     "GROUP_BY_PROVIDED_ID": by_provided_id,
     "GROUP_BY_PROVIDED_ID_FOR_UPDATE": by_provided_id,
@@ -152,6 +205,8 @@ QUESTIONS = {
     "GROUP_BY_TEAM_ID": by_team_id,
     "GROUP_BY_TOKEN": by_token,
     "API_KEY_BY_DIGEST": api_key_by_digest,
+    "ANCESTORS": ancestors,
+    "DESCENDANTS": descendants,
 }
 
 

@@ -21,6 +21,7 @@ _INTEGER_SETTINGS = {
     "MAX_PROPERTIES_BYTES": 1,
     "MAX_PROPERTIES_DEPTH": 1,
     "MAX_MAPPING_ENTRIES": 0,
+    "MAX_HIERARCHY_DEPTH": 1,
     "KEY_LAST_USED_INTERVAL_SECONDS": 0,
 }
 # The oldest Django REST framework that works with usergroups on each Django release, the

@@ -17,6 +17,8 @@ DEFAULTS: dict[str, Any] = {
     "MAX_PROPERTIES_BYTES": 64 * 1024,
     # Deepest nesting of ``properties`` (an empty object is depth 1).
     "MAX_PROPERTIES_DEPTH": 32,
+    # Most levels of the group hierarchy (a group without a parent is at level 1).
+    "MAX_HIERARCHY_DEPTH": 5,
     # Most schema ids one group may map.
     "MAX_MAPPING_ENTRIES": 1000,
     # ``last_used_at`` of an API key is written at most once in this many seconds.

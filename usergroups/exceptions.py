@@ -34,6 +34,14 @@ class TokenUnavailable(exceptions.APIException):
     default_code = "token_unavailable"
 
 
+class Conflict(exceptions.APIException):
+    """The request conflicts with what is stored: a delete of a group that has children."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the stored state."
+    default_code = "conflict"
+
+
 class ServiceUnavailable(exceptions.APIException):
     """The database failed mid-request: connection lost, lock timeout, deadlock."""
 

@@ -1,8 +1,9 @@
 """Group-token authentication for a host's dashboard endpoints: who is looking.
 
 A host's dashboard endpoints receive a group token from the embedding page and turn it
-into the :class:`~usergroups.records.GroupRecord` whose properties filter the data and
-whose mapping names the data source (see :mod:`usergroups.variables`).
+into the :class:`~usergroups.records.GroupRecord` whose computed properties (its
+ancestors' merged with its own) filter the data and whose computed mapping names the
+data source (see :mod:`usergroups.variables`).
 """
 
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from . import crypto, sql
 from .authentication import AuthorizationHeaderAuthentication
 from .records import GroupRecord
+from .services.hierarchy import record_from_rows
 
 
 @sensitive_variables("token")
@@ -23,12 +25,14 @@ def resolve_group_token(token: object) -> GroupRecord | None:
     """The group a token belongs to, or None (unknown, rotated, deleted or malformed).
 
     A token rotated within ``ROTATION_GRACE_SECONDS`` still resolves. A malformed
-    token costs no query; a well-formed one costs one indexed lookup, mapping included.
+    token costs no query; a well-formed one costs one indexed lookup, mapping included,
+    and one more for a child group: its ancestors' properties and mappings.
     """
     if not crypto.looks_like_group_token(token):
         return None
     digest = crypto.digest(token)
-    return GroupRecord.from_rows(sql.GROUP_BY_TOKEN.fetch([digest, digest, timezone.now()])[1])
+    rows = sql.GROUP_BY_TOKEN.fetch([digest, digest, timezone.now()])[1]
+    return record_from_rows(rows)
 
 
 class GroupTokenAuthentication(AuthorizationHeaderAuthentication):

@@ -105,6 +105,18 @@ class UserGroup(models.Model):
     provided_id = ExactCharField(max_length=255)
     name = models.CharField(max_length=255)
     properties = JSONTextField(null=True, blank=True)
+    # The group this one inherits properties and mapping from (same workspace; no
+    # cycles, at most MAX_HIERARCHY_DEPTH levels): both kept so by services.hierarchy.
+    # CASCADE is what the admin's delete confirmation lists; the services delete a
+    # subtree themselves, deepest rows detached first (see services.groups).
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
+        verbose_name="parent group",
+    )
     token_digest = models.CharField(max_length=64, unique=True, editable=False)
     token_sealed = models.CharField(max_length=64, editable=False)
     # Kept only while ROTATION_GRACE_SECONDS lets an old token resolve.

@@ -34,6 +34,13 @@ PROPERTIES: Schema = {
     "description": "Free-form properties: at most 64 KiB as JSON, nested at most 32 deep.",
     "additionalProperties": True,
 }
+PARENT: Schema = {
+    **TEXT,
+    "nullable": True,
+    "description": "The `user_group_id` of the parent group, in the same workspace. The "
+    "group inherits its ancestors' properties and mapping. Unknown, a cycle, or deeper "
+    "than MAX_HIERARCHY_DEPTH (default 5) levels: 400 `invalid`.",
+}
 GET_OR_CREATE_REQUEST: Schema = {
     "type": "object",
     "required": ["user_group_id"],
@@ -45,6 +52,10 @@ GET_OR_CREATE_REQUEST: Schema = {
         "name": {"type": "string", "maxLength": MAX_ID_LENGTH, "nullable": True},
         "mapping": {**MAPPING, "nullable": True},
         "properties": PROPERTIES,
+        "parent_user_group_id": {
+            **PARENT,
+            "description": "Read on create only. " + PARENT["description"],
+        },
     },
 }
 ROTATE_REQUEST: Schema = {
@@ -62,18 +73,43 @@ ROTATED_GROUP: Schema = {
         "provided_id": {"type": "string"},
     },
 }
+PARENT_ID: Schema = {
+    "type": "string",
+    "nullable": True,
+    "description": "The parent's `user_group_id`; null for a group at the top.",
+}
 GROUP: Schema = {
     "type": "object",
-    "required": [*ROTATED_GROUP["required"], "properties", "mapping"],
+    "required": [
+        *ROTATED_GROUP["required"],
+        "properties",
+        "mapping",
+        "parent_user_group_id",
+        "computed_properties",
+        "computed_mapping",
+    ],
     "properties": {
         **ROTATED_GROUP["properties"],
         "properties": PROPERTIES,
         "mapping": {"type": "object", "additionalProperties": {"type": "string"}},
+        "parent_user_group_id": PARENT_ID,
+        "computed_properties": {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "The ancestors' properties merged from the root down, then the "
+            "group's own; a top-level key of a deeper group wins.",
+        },
+        "computed_mapping": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "The ancestors' mappings merged from the root down, then the "
+            "group's own; a schema id mapped by a deeper group wins.",
+        },
     },
 }
 ERROR_CODES = [
     "parse_error", "invalid", "not_authenticated", "authentication_failed", "permission_denied",
-    "not_found", "method_not_allowed", "length_required", "request_too_large",
+    "not_found", "method_not_allowed", "conflict", "length_required", "request_too_large",
     "unsupported_media_type", "throttled", "service_unavailable", "token_unavailable",
 ]  # fmt: skip
 ERROR: Schema = {
@@ -107,6 +143,8 @@ def _errors(*statuses: int) -> dict[int, OpenApiResponse]:
         "(`x-scopes`); the message names it, and nothing changes.",
         404: "`not_found`: the token is not a current token of this workspace.",
         405: "`method_not_allowed`.",
+        409: '`conflict`: the group has child groups; send `"cascade": true` to delete '
+        "them with it.",
         411: "`length_required`: a chunked body this server cannot read; send Content-Length.",
         413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
         415: "`unsupported_media_type`: a body that is not JSON.",
@@ -123,6 +161,7 @@ QUERY_PARAMETERS = [
     OpenApiParameter("name", str, description="Used only when the body is empty."),
     OpenApiParameter("mapping", str, description="JSON text; used only when the body is empty."),
     OpenApiParameter("properties", str, description="JSON text; used only when the body is empty."),
+    OpenApiParameter("parent_user_group_id", str, description="Used only when the body is empty."),
 ]
 
 
@@ -183,12 +222,26 @@ UPDATE_REQUEST: Schema = {
         "name": {"type": "string", "maxLength": MAX_ID_LENGTH},
         "mapping": {**MAPPING, "nullable": True, "description": "Replaces the whole mapping."},
         "properties": {**PROPERTIES, "description": "Replaces the properties; null clears them."},
+        "parent_user_group_id": {
+            **PARENT,
+            "description": "Moves the group, with its subtree, under this group; null "
+            "detaches it. " + PARENT["description"],
+        },
     },
 }
 DELETE_REQUEST: Schema = {
     "type": "object",
     "description": "Exactly one of `user_group_id` and `current_token`.",
-    "properties": {"user_group_id": TEXT, "current_token": TEXT},
+    "properties": {
+        "user_group_id": TEXT,
+        "current_token": TEXT,
+        "cascade": {
+            "type": "boolean",
+            "default": False,
+            "description": "Also delete every descendant group (without it, a group that "
+            "has children is not deleted: 409).",
+        },
+    },
 }
 DELETED_GROUP: Schema = {
     "type": "object",
@@ -201,6 +254,7 @@ LISTED_GROUP: Schema = {
         "team_id",
         "name",
         "provided_id",
+        "parent_user_group_id",
         "properties",
         "mapping",
         "created_at",
@@ -208,6 +262,7 @@ LISTED_GROUP: Schema = {
     ],
     "properties": {
         **DELETED_GROUP["properties"],
+        "parent_user_group_id": PARENT_ID,
         "properties": PROPERTIES,
         "mapping": GROUP["properties"]["mapping"],
         "created_at": {"type": "string", "format": "date-time"},
@@ -242,14 +297,25 @@ OPERATIONS["DELETE"] = {
     "operation_id": "delete_user_group",
     "summary": "Delete a user group (extension)",
     "description": "Deletes the group named by `user_group_id` or holding `current_token`; "
-    "its token stops working at once.",
+    "its token stops working at once. With `cascade`, its descendants go too, in one "
+    "transaction, and the answer adds `deleted_count` (the group included).",
     "scopes": ["write"],
     "scope_note": "Scope: `write`, checked before the body is read.",
     "request": DELETE_REQUEST,
     "parameters": [],
     "responses": {
-        200: _success(user_group=DELETED_GROUP),
-        **_errors(400, 401, 403, 404, 411, 413, 415, 429, 503),
+        200: {
+            **_success(user_group=DELETED_GROUP),
+            "properties": {
+                **_success(user_group=DELETED_GROUP)["properties"],
+                "deleted_count": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Only with `cascade`: the groups deleted.",
+                },
+            },
+        },
+        **_errors(400, 401, 403, 404, 409, 411, 413, 415, 429, 503),
     },
 }
 LIST_OPERATION: Schema = {
@@ -263,6 +329,9 @@ LIST_OPERATION: Schema = {
         OpenApiParameter("page", int, description="1-based page number (default 1)."),
         OpenApiParameter("page_size", int, description="Groups per page, 1 to 500 (default 100)."),
         OpenApiParameter("provided_id_prefix", str, description="Only ids starting with this."),
+        OpenApiParameter(
+            "parent_user_group_id", str, description="Only the direct children of this group."
+        ),
     ],
     "responses": {
         200: _success(

@@ -8,6 +8,11 @@ reading it never costs a query:
 
 - ``mapping``: schema id -> data source id, in one order on every path and database:
   by schema id, in code point order.
+- ``parent_id`` (the stored column) and ``parent_user_group_id`` (the parent's
+  ``provided_id``), and ``computed_properties`` / ``computed_mapping``: the ancestors'
+  properties and mappings merged from the root down, then the group's own (a top-level
+  key of a deeper group wins; ``None`` properties add nothing). A child's record is
+  built with its :data:`Ancestor` chain, read by ``sql.ANCESTORS`` in the same call.
 - ``token``: unsealed from the sealed column it carries, at each access (microseconds,
   no query); None when no configured secret opens it. It is not a field: the record's
   repr and equality never show a token.
@@ -19,10 +24,20 @@ when it is stored on the group's row.
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import crypto
 from .models import UserGroup
+
+
+class Ancestor(NamedTuple):
+    """One group above a record's group: what the record inherits from it."""
+
+    team_id: int
+    provided_id: str
+    properties: dict[str, Any] | None
+    mapping: dict[str, str]
+
 
 #: The ``UserGroup`` columns a record is read from, in this order; the group statements
 #: of :mod:`usergroups.sql` select them so, then ``schema_id`` and ``data_source_id``.
@@ -37,6 +52,7 @@ RECORD_FIELDS = (
     "created_at",
     "updated_at",
     "token_rotated_at",
+    "parent_id",
 )
 _COUNT = len(RECORD_FIELDS)
 
@@ -53,7 +69,11 @@ class GroupRecord:
     created_at: datetime
     updated_at: datetime
     token_rotated_at: datetime | None
+    parent_id: int | None
     mapping: dict[str, str]
+    parent_user_group_id: str | None
+    computed_properties: dict[str, Any]
+    computed_mapping: dict[str, str]
 
     @property
     def token(self) -> str | None:
@@ -62,21 +82,49 @@ class GroupRecord:
 
     @classmethod
     def from_values(
-        cls, values: Sequence[Any], mapping: Iterable[tuple[str, str]]
+        cls,
+        values: Sequence[Any],
+        mapping: Iterable[tuple[str, str]],
+        ancestors: Sequence[Ancestor] = (),
     ) -> "GroupRecord":
         """The record of a group whose :data:`RECORD_FIELDS` are ``values``, in order,
-        and whose mapping is ``mapping``'s ``(schema id, data source id)`` pairs."""
+        whose mapping is ``mapping``'s ``(schema id, data source id)`` pairs, and whose
+        ancestors are ``ancestors``, root first (the last one is the parent)."""
         fields = dict(zip(RECORD_FIELDS, values, strict=True))
         # Sorted here, not only by the SQL: a database's collation may order otherwise.
-        return cls(**fields, mapping=dict(sorted(mapping)))
+        own_mapping = dict(sorted(mapping))
+        if (fields["parent_id"] is None) != (not ancestors):
+            raise ValueError("A record of a child group needs its ancestors, and only it.")
+        computed_properties: dict[str, Any] = {}
+        computed_mapping: dict[str, str] = {}
+        for ancestor in ancestors:
+            computed_properties.update(ancestor.properties or {})
+            computed_mapping.update(ancestor.mapping)
+        computed_properties.update(fields["properties"] or {})
+        computed_mapping.update(own_mapping)
+        return cls(
+            **fields,
+            mapping=own_mapping,
+            parent_user_group_id=ancestors[-1].provided_id if ancestors else None,
+            computed_properties=computed_properties,
+            computed_mapping=dict(sorted(computed_mapping.items())),
+        )
 
     @classmethod
-    def from_model(cls, group: UserGroup, mapping: Iterable[tuple[str, str]]) -> "GroupRecord":
+    def from_model(
+        cls,
+        group: UserGroup,
+        mapping: Iterable[tuple[str, str]],
+        ancestors: Sequence[Ancestor] = (),
+    ) -> "GroupRecord":
         """The record of a loaded ``group`` whose mapping is ``mapping``'s pairs."""
-        return cls.from_values([getattr(group, name) for name in RECORD_FIELDS], mapping)
+        values = [getattr(group, name) for name in RECORD_FIELDS]
+        return cls.from_values(values, mapping, ancestors)
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[Any]]) -> "GroupRecord | None":
+    def from_rows(
+        cls, rows: Sequence[Sequence[Any]], ancestors: Sequence[Ancestor] = ()
+    ) -> "GroupRecord | None":
         """The record of the first group in ``rows``, as the group statements of
         :mod:`usergroups.sql` return them (one row per mapping entry, at least one row
         per group); None for no rows."""
@@ -89,4 +137,8 @@ class GroupRecord:
             for row in rows
             if row[0] == team_id and row[_COUNT] is not None
         ]
-        return cls.from_values(first[:_COUNT], pairs)
+        return cls.from_values(first[:_COUNT], pairs, ancestors)
+
+
+#: Where ``parent_id`` is among a group statement's row values.
+PARENT_INDEX = RECORD_FIELDS.index("parent_id")

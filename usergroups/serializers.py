@@ -45,11 +45,23 @@ class PropertiesField(serializers.Field):
         return value
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """A BooleanField that takes JSON ``true`` and ``false`` only (DRF's would also take
+    ``"yes"``, ``1``, ``"on"``...)."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if type(data) is not bool:
+            self.fail("invalid", input=data)
+        return data
+
+
 class GetOrCreateRequestSerializer(serializers.Serializer):
     user_group_id = StrictCharField()
     name = StrictCharField(required=False, allow_null=True, allow_blank=True)
     mapping = MappingField(required=False, allow_null=True)
     properties = PropertiesField(required=False, allow_null=True)
+    # Read on create only, like the fields above.
+    parent_user_group_id = StrictCharField(required=False, allow_null=True)
 
     def run_validation(self, data: Any = empty) -> Any:
         # The hot path: every dashboard render sends this body. Valid input is checked
@@ -75,6 +87,9 @@ def _valid_get_or_create(data: Any) -> dict[str, Any] | None:
         if "properties" in data:
             properties = data["properties"]
             valid["properties"] = None if properties is None else validate_properties(properties)
+        if "parent_user_group_id" in data:
+            parent = data["parent_user_group_id"]
+            valid["parent_user_group_id"] = None if parent is None else check_text(parent)
     except (KeyError, DjangoValidationError):
         return None
     return valid
@@ -148,15 +163,23 @@ class RotatedGroupSerializer(serializers.Serializer):
 
 
 class UserGroupSerializer(RotatedGroupSerializer):
-    """A user group as get-or-create reports it."""
+    """A user group as get-or-create and update report it."""
 
     properties = serializers.JSONField(read_only=True, allow_null=True)
     mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
+    parent_user_group_id = serializers.CharField(read_only=True, allow_null=True)
+    computed_properties = serializers.JSONField(read_only=True)
+    computed_mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
 
     def to_representation(self, group: GroupRecord) -> dict[str, Any]:
         data = super().to_representation(group)
         data["properties"] = group.properties
         data["mapping"] = {str(key): _text(value) for key, value in group.mapping.items()}
+        data["parent_user_group_id"] = _text(group.parent_user_group_id)
+        data["computed_properties"] = group.computed_properties
+        data["computed_mapping"] = {
+            str(key): _text(value) for key, value in group.computed_mapping.items()
+        }
         return data
 
 
@@ -168,10 +191,13 @@ class UpdateRequestSerializer(serializers.Serializer):
     name = StrictCharField(required=False, allow_blank=True)
     mapping = MappingField(required=False, allow_null=True)
     properties = PropertiesField(required=False, allow_null=True)
+    # null detaches; another group's id moves this one (with its subtree) under it.
+    parent_user_group_id = StrictCharField(required=False, allow_null=True)
 
     def changes(self) -> dict[str, Any]:
         data = self.validated_data
-        changes = {key: data[key] for key in ("name", "properties") if key in data}
+        fields = ("name", "properties", "parent_user_group_id")
+        changes = {key: data[key] for key in fields if key in data}
         if "mapping" in data:
             changes["mapping"] = data["mapping"] or {}
         if "new_user_group_id" in data:
@@ -184,6 +210,8 @@ class DeleteRequestSerializer(TokenRequestSerializer):
 
     user_group_id = StrictCharField(required=False)
     current_token = StrictCharField(required=False)
+    # Without it, a group that has children is not deleted (409).
+    cascade = StrictBooleanField(required=False, default=False)
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if ("user_group_id" in data) == ("current_token" in data):
@@ -197,6 +225,8 @@ class ListQuerySerializer(serializers.Serializer):
     page = serializers.IntegerField(min_value=1, max_value=1_000_000, default=1)
     page_size = serializers.IntegerField(min_value=1, max_value=500, default=100)
     provided_id_prefix = StrictCharField(required=False, allow_blank=True)
+    # Only the direct children of this group.
+    parent_user_group_id = StrictCharField(required=False)
 
 
 class ListedGroupSerializer(serializers.Serializer):
@@ -205,6 +235,7 @@ class ListedGroupSerializer(serializers.Serializer):
     team_id = serializers.IntegerField(read_only=True)
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
+    parent_user_group_id = serializers.CharField(read_only=True, allow_null=True)
     properties = serializers.JSONField(read_only=True, allow_null=True)
     mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
     created_at = serializers.DateTimeField(read_only=True)

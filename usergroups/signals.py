@@ -11,6 +11,8 @@ Every receiver gets ``sender`` (the ``UserGroup`` model) and ``group``, a
 ``group_deleted``), whole, so reading any of it costs no query. No signal carries a
 token as an argument; ``group.token`` unseals the current one for a receiver that needs
 it.
+
+A cascading delete sends ``group_deleted`` once for every group it deletes.
 """
 
 from functools import partial
@@ -32,6 +34,11 @@ group_deleted = Signal()
 #: rows: prefixes, workspace, scopes; never a key, which no row holds) and
 #: ``old_key_valid_until``, the end of the old key's grace (its revocation time when 0).
 api_key_rotated = Signal()
+
+#: Sent (after ``group_updated``) when a group gets another parent, or none; also
+#: carries ``old_parent_id`` and ``new_parent_id``: the parents' team ids, or None.
+#: ``group.parent_user_group_id`` names the new parent.
+group_moved = Signal()
 
 
 def send_on_commit(signal: Signal, sender: type[Model] = UserGroup, **kwargs: Any) -> None:

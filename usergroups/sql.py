@@ -24,6 +24,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DateTimeField, Field, Model
 from django.db.models.expressions import Col
 
+from .conf import usergroups_settings
 from .models import APIKey, SchemaMapping, UserGroup
 from .records import RECORD_FIELDS
 
@@ -150,6 +151,82 @@ class GroupStatement(Statement):
         return Query(sql + self._lock(connection, group), columns, self._params(group))
 
 
+class TreeStatement(Statement):
+    """A walk of the group hierarchy with one recursive CTE (``WITH RECURSIVE``: SQLite,
+    PostgreSQL and MariaDB all have it), from the groups whose ids are the parameters,
+    up to their ancestors or down to their descendants.
+
+    The walk stops after :data:`MAX_WALK` levels: the services never let a hierarchy
+    have a cycle or grow that deep, and a stop keeps a corrupted row from looping.
+    Statements are written per number of starting ids, and kept for one id only.
+    """
+
+    def __init__(self, direction: str) -> None:
+        super().__init__(UserGroup, "", [])
+        self.direction = direction
+
+    def build_for(self, connection: BaseDatabaseWrapper, count: int) -> Query:
+        group = Table(connection, UserGroup, "g")
+        marks = ", ".join(["%s"] * count)
+        # ``walk``: (start id, group id, its parent, distance: 1 for the start itself).
+        if self.direction == "up":
+            step = f"{group['team_id']} = w.parent_id"
+        else:
+            step = f"{group['parent']} = w.team_id"
+        walk = (
+            f"WITH RECURSIVE walk (start_id, team_id, parent_id, distance) AS ("
+            f"SELECT {group['team_id']}, {group['team_id']}, {group['parent']}, 1"
+            f" FROM {group} WHERE {group['team_id']} IN ({marks})"
+            f" UNION ALL SELECT w.start_id, {group['team_id']}, {group['parent']},"
+            f" w.distance + 1 FROM walk w JOIN {group} ON {step}"
+            f" WHERE w.distance < %s)"
+        )
+        team_id = group.field("team_id")
+        params = [team_id] * count + [team_id]
+        if self.direction == "down":
+            sql = f"{walk} SELECT w.start_id, w.team_id, w.distance FROM walk w"
+            sql += " ORDER BY w.start_id, w.distance, w.team_id"
+            return Query(sql, [team_id, team_id, team_id], params)
+        mapping = Table(connection, SchemaMapping, "m")
+        fields = ("provided_id", "properties")
+        select = ", ".join(group[name] for name in fields)
+        sql = (
+            f"{walk} SELECT w.start_id, w.distance, {group['team_id']}, {select},"
+            f" {mapping['schema_id']}, {mapping['data_source_id']}"
+            f" FROM walk w JOIN {group} ON {group['team_id']} = w.team_id"
+            f" LEFT OUTER JOIN {mapping} ON {mapping['group']} = {group['team_id']}"
+            f" ORDER BY w.start_id, w.distance DESC, {mapping['schema_id']}"
+        )
+        columns = [team_id, team_id, team_id, *(group.field(name) for name in fields)]
+        columns += [mapping.field("schema_id"), mapping.field("data_source_id")]
+        return Query(sql, columns, params)
+
+    def build(self, connection: BaseDatabaseWrapper) -> Query:
+        return self.build_for(connection, 1)
+
+    def fetch(self, params: Sequence[Any]) -> tuple[str, list[Row]]:
+        """Rows of the walk from the ids ``params``."""
+        using = router.db_for_read(self.model)
+        connection = connections[using]
+        key = (using, connection.vendor)
+        prepared = self._prepared.get(key) if len(params) == 1 else None
+        if prepared is None:
+            prepared = _Prepared.of(self.build_for(connection, len(params)), connection)
+            if len(params) == 1:
+                self._prepared[key] = prepared
+        with connection.cursor() as cursor:
+            limit = max(MAX_WALK, usergroups_settings.MAX_HIERARCHY_DEPTH + 1)
+            cursor.execute(prepared.sql, [*params, limit])
+            rows = list(cursor.fetchall())
+        if prepared.converters and rows:
+            rows = [prepared.convert(row, connection) for row in rows]
+        return using, rows
+
+
+#: The fewest levels a walk of the hierarchy may go through: beyond any sane
+#: ``MAX_HIERARCHY_DEPTH`` (a larger setting raises it).
+MAX_WALK = 100
+
 Converter = tuple[int, list[Any], Col]
 
 
@@ -210,6 +287,12 @@ GROUP_BY_TOKEN = GroupStatement(
     "({token_digest} = %s OR ({previous_token_digest} = %s AND {previous_token_valid_until} > %s))",
     ["token_digest", "previous_token_digest", "previous_token_valid_until"],
 )
+#: The ancestors of groups, the groups themselves included: ``(start id, distance (1 for
+#: the start), team_id, provided_id, properties, schema_id, data_source_id)``, one row per
+#: mapping entry, root first: what a child's record inherits.
+ANCESTORS = TreeStatement("up")
+#: The subtrees of groups: ``(start id, team_id, distance (1 for the start))``.
+DESCENDANTS = TreeStatement("down")
 #: An API key's whole row by the digest of the whole key, as
 #: ``APIKey.objects.get(digest=...)`` loads it (never by its prefix: see keys.find_api_key).
 API_KEY_BY_DIGEST = Statement(APIKey, "{digest} = %s", ["digest"])
@@ -222,4 +305,6 @@ STATEMENTS = {
     "GROUP_BY_TEAM_ID": GROUP_BY_TEAM_ID,
     "GROUP_BY_TOKEN": GROUP_BY_TOKEN,
     "API_KEY_BY_DIGEST": API_KEY_BY_DIGEST,
+    "ANCESTORS": ANCESTORS,
+    "DESCENDANTS": DESCENDANTS,
 }

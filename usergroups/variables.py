@@ -27,13 +27,15 @@ class VariableError(ValueError):
 
 
 def group_variables(group: GroupRecord) -> dict[str, Any]:
-    """The group's properties, as the variables its dashboards and SQL may use."""
-    return dict(group.properties or {})
+    """The group's computed properties (its ancestors' from the root down, then its own),
+    as the variables its dashboards and SQL may use."""
+    return dict(group.computed_properties)
 
 
 def data_source_for(group: GroupRecord, schema_id: str) -> str | None:
-    """The data source the group reads for ``schema_id``, from its mapping."""
-    return group.mapping.get(schema_id)
+    """The data source the group reads for ``schema_id``, from its computed mapping (an
+    ancestor's entry, unless the group maps the schema itself)."""
+    return group.computed_mapping.get(schema_id)
 
 
 def _parameter(name: str, value: Any) -> Scalar:

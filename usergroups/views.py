@@ -19,7 +19,7 @@ from . import scopes
 from .authentication import APIKeyAuthentication
 from .chunked import ChunkedBodyRequest
 from .conf import usergroups_settings
-from .exceptions import exception_handler
+from .exceptions import Conflict, exception_handler
 from .models import APIKey
 from .parsers import JSONObjectParser, loads_strict
 from .permissions import HasAPIKey, HasScope, require_scope
@@ -38,7 +38,7 @@ from .serializers import (
 from .services import groups
 from .throttling import APIKeyRateThrottle
 
-QUERY_FIELDS = ("user_group_id", "name")
+QUERY_FIELDS = ("user_group_id", "name", "parent_user_group_id")
 QUERY_JSON_FIELDS = ("mapping", "properties")
 
 
@@ -87,6 +87,10 @@ def get_or_create_input(request: Request) -> Any:
     if errors:
         raise ValidationError(errors)
     return data
+
+
+def invalid_parent(exc: groups.InvalidParent) -> ValidationError:
+    return ValidationError({"parent_user_group_id": [str(exc)]})
 
 
 class WorkspaceAPIView(APIView):
@@ -145,14 +149,18 @@ class UserGroupView(WorkspaceAPIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         api_key = request_key(request)
-        group, created = groups.get_or_create_group(
-            api_key.workspace_id,
-            data["user_group_id"],
-            name=data.get("name"),
-            mapping=data.get("mapping"),
-            properties=data.get("properties"),
-            authorize=partial(require_scope, api_key),
-        )
+        try:
+            group, created = groups.get_or_create_group(
+                api_key.workspace_id,
+                data["user_group_id"],
+                name=data.get("name"),
+                mapping=data.get("mapping"),
+                properties=data.get("properties"),
+                parent_user_group_id=data.get("parent_user_group_id"),
+                authorize=partial(require_scope, api_key),
+            )
+        except groups.InvalidParent as exc:
+            raise invalid_parent(exc) from None
         return Response(
             {"success": 1, "new_user_group": created, "user_group": UserGroupSerializer(group).data}
         )
@@ -180,6 +188,8 @@ class UserGroupView(WorkspaceAPIView):
             raise ValidationError(
                 {"new_user_group_id": ["Another user group of this workspace has this id."]}
             )
+        except groups.InvalidParent as exc:
+            raise invalid_parent(exc) from None
         if group is None:
             raise NotFound("No user group of this workspace has this id.")
         return Response({"success": 1, "user_group": UserGroupSerializer(group).data})
@@ -187,14 +197,28 @@ class UserGroupView(WorkspaceAPIView):
     def delete(self, request: Request) -> Response:
         serializer = DeleteRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        group = groups.delete_group(
-            workspace_id(request),
-            provided_id=serializer.validated_data.get("user_group_id"),
-            token=serializer.validated_data.get("current_token"),
-        )
-        if group is None:
+        cascade = serializer.validated_data["cascade"]
+        try:
+            deleted = groups.delete_group(
+                workspace_id(request),
+                provided_id=serializer.validated_data.get("user_group_id"),
+                token=serializer.validated_data.get("current_token"),
+                cascade=cascade,
+            )
+        except groups.HasChildren as exc:
+            raise Conflict(
+                f'The user group has {exc} descendant group(s); send "cascade": true '
+                "to delete them with it."
+            ) from None
+        if not deleted:
             raise NotFound("No user group of this workspace matches.")
-        return Response({"success": 1, "user_group": DeletedGroupSerializer(group).data})
+        answer: dict[str, Any] = {
+            "success": 1,
+            "user_group": DeletedGroupSerializer(deleted[0]).data,
+        }
+        if cascade:
+            answer["deleted_count"] = len(deleted)
+        return Response(answer)
 
 
 class UserGroupListView(WorkspaceAPIView):
@@ -211,11 +235,18 @@ class UserGroupListView(WorkspaceAPIView):
             workspace_id(request),
             query.validated_data.get("provided_id_prefix", ""),
         )
-        listed = groups.list_groups(workspace, prefix, offset=(page - 1) * size, limit=size)
+        parent = query.validated_data.get("parent_user_group_id")
+        listed = groups.list_groups(
+            workspace,
+            prefix,
+            parent_user_group_id=parent,
+            offset=(page - 1) * size,
+            limit=size,
+        )
         return Response(
             {
                 "success": 1,
-                "total_count": groups.count_groups(workspace, prefix),
+                "total_count": groups.count_groups(workspace, prefix, parent),
                 "page": page,
                 "page_size": size,
                 "user_groups": ListedGroupSerializer(listed, many=True).data,

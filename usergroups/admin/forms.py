@@ -15,6 +15,7 @@ from ..fields import compact_json
 from ..models import APIKey, SchemaMapping, UserGroup
 from ..parsers import loads_strict
 from ..scopes import SCOPES
+from ..services import hierarchy
 from ..validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
@@ -91,7 +92,7 @@ class UserGroupAdminForm(forms.ModelForm):
 
     class Meta:
         model = UserGroup
-        fields = ["workspace", "provided_id", "name", "properties"]
+        fields = ["workspace", "provided_id", "name", "parent", "properties"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -125,7 +126,27 @@ class UserGroupAdminForm(forms.ModelForm):
                 self.add_error(
                     "provided_id", "Another user group of this workspace has this provided id."
                 )
+        if "parent" in self.fields:
+            self._check_parent(workspace, cleaned.get("parent"))
         return cleaned
+
+    def _check_parent(self, workspace: Any, parent: UserGroup | None) -> None:
+        """The API's rules for a parent, checked before anything is saved (the service
+        checks them again with the workspace locked)."""
+        if parent is None or parent.pk == self.instance.parent_id:
+            return  # detaching, or staying: always allowed
+        if workspace is not None and parent.workspace_id != workspace.pk:
+            self.add_error("parent", "The parent must be a group of the same workspace.")
+            return
+        chain = hierarchy.ancestors_of([parent.pk])[parent.pk]
+        try:
+            if self.instance.pk is None:
+                hierarchy.check_depth(chain)
+            else:
+                height = max(level for _team_id, level in hierarchy.subtree(self.instance.pk))
+                hierarchy.check_move(self.instance.pk, chain, height)
+        except hierarchy.InvalidParent as exc:
+            self.add_error("parent", str(exc))
 
 
 class SchemaMappingForm(forms.ModelForm):

@@ -1,5 +1,6 @@
 """User groups: browse, edit with the API's rules, reveal and rotate the token."""
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
@@ -7,9 +8,11 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.forms import BaseFormSet, Media
 from django.http import Http404, HttpRequest
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from ..models import SchemaMapping, UserGroup
+from ..records import GroupRecord
 from ..services import groups
 from .common import MEDIA, OfferedLookupsOnly, secret_html, subquery_count, when
 from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
@@ -74,6 +77,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
         "workspace",
         "team_id",
         "mapping_count",
+        "children_count",
         "created",
         "rotated",
     ]
@@ -83,6 +87,8 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     search_help_text = "Search by name, provided id or team id."
     ordering = ["-created_at", "-team_id"]
     list_select_related = ["workspace"]
+    # Searched with search_fields; the form keeps the parent in the group's workspace.
+    autocomplete_fields = ["parent"]
     actions = ["rotate_tokens"]
     empty_value_display = "—"
 
@@ -94,14 +100,17 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
         return (
             super()
             .get_queryset(request)
-            .annotate(mapping_count=subquery_count(SchemaMapping.objects.all(), "group"))
+            .annotate(
+                mapping_count=subquery_count(SchemaMapping.objects.all(), "group"),
+                children_count=subquery_count(UserGroup.objects.all(), "parent"),
+            )
         )
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return UserGroupChangeList
 
     def get_fieldsets(self, request: HttpRequest, obj: UserGroup | None = None) -> Any:
-        group = ["workspace", "provided_id", "name"]
+        group = ["workspace", "provided_id", "name", "parent"]
         properties = (
             "Properties",
             {
@@ -117,6 +126,15 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
             (None, {"fields": [*group, "team_id"]}),
             properties,
             (
+                "Inherited",
+                {
+                    "fields": ["computed_properties", "computed_mapping"],
+                    "description": "What the API and the embed side use: the ancestors' "
+                    "properties and mappings merged from the root down, then this group's "
+                    "own (a key set lower wins).",
+                },
+            ),
+            (
                 "Token",
                 {
                     "fields": [token, "rotated"],
@@ -129,6 +147,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
 
     def get_readonly_fields(self, request: HttpRequest, obj: UserGroup | None = None) -> list[str]:
         fields = ["team_id", "created", "updated", "rotated"]
+        fields += ["computed_properties", "computed_mapping"]
         fields += ["current_token", "hidden_token"]
         if obj is not None:
             fields.append("workspace")  # A group never moves to another workspace.
@@ -137,6 +156,28 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     @admin.display(description="Mappings", ordering="mapping_count")
     def mapping_count(self, obj: Any) -> int:
         return obj.mapping_count  # annotated by get_queryset
+
+    @admin.display(description="Children", ordering="children_count")
+    def children_count(self, obj: Any) -> int:
+        return obj.children_count  # annotated by get_queryset
+
+    def _record(self, obj: UserGroup) -> GroupRecord | None:
+        """The group as the API reads it, once per page."""
+        cache = obj.__dict__
+        if "_api_record" not in cache:
+            cache["_api_record"] = groups.find_group(obj.workspace_id, obj.provided_id)
+        record: GroupRecord | None = cache["_api_record"]
+        return record
+
+    @admin.display(description="Computed properties")
+    def computed_properties(self, obj: UserGroup) -> str:
+        record = self._record(obj)
+        return "—" if record is None else _json_html(record.computed_properties)
+
+    @admin.display(description="Computed mapping")
+    def computed_mapping(self, obj: UserGroup) -> str:
+        record = self._record(obj)
+        return "—" if record is None else _json_html(record.computed_mapping)
 
     @admin.display(description="Created", ordering="created_at")
     def created(self, obj: UserGroup) -> str:
@@ -181,6 +222,9 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
             # API call rotated while the form was being saved.
             edited = ("provided_id", "name", "properties")
             changes = {name: getattr(group, name) for name in edited if name in form.fields}
+            if "parent" in form.changed_data:
+                parent = form.cleaned_data.get("parent")
+                changes["parent_user_group_id"] = None if parent is None else parent.provided_id
             if mappings is not None and mappings.has_changed():
                 changes["mapping"] = mappings.mapping_after(group.mappings.all())
             elif mappings is not None:
@@ -189,17 +233,31 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
                 raise Http404("The user group was deleted meanwhile.")
         else:
             mapping = {} if mappings is None else mappings.mapping_after([])
+            parent = form.cleaned_data.get("parent")
             record = groups.create_group(
-                group.workspace_id, group.provided_id, group.name, mapping, group.properties
+                group.workspace_id,
+                group.provided_id,
+                group.name,
+                mapping,
+                group.properties,
+                None if parent is None else parent.provided_id,
             )
             group.pk = record.team_id  # the admin's history and redirect name it so
         for formset in formsets:
             if formset is not mappings:
                 self.save_formset(request, form, formset, change=change)
 
+    # Django's confirmation page lists the subtree (the parent's foreign key cascades):
+    # confirming deletes it all, through the service, in one transaction per group named.
+
     def delete_model(self, request: HttpRequest, obj: UserGroup) -> None:
-        groups.delete_group_by_team_id(obj.pk)
+        groups.delete_group_by_team_id(obj.pk, cascade=True)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for team_id in queryset.values_list("pk", flat=True):
-            groups.delete_group_by_team_id(team_id)
+            # A group already gone with an ancestor's subtree is skipped (none found).
+            groups.delete_group_by_team_id(team_id, cascade=True)
+
+
+def _json_html(value: Any) -> SafeString:
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))

@@ -1,12 +1,13 @@
 """The app's one door for writes: every change to a group or an API key goes through here.
 
 One module per aggregate: :mod:`.groups` (groups and their mappings: get-or-create,
-rotation, update, delete, list, resealing tokens) and :mod:`.keys` (API keys: issue,
-lookup, use, change, revocation, deletion). The API views, the admin, the management
-commands and host code all call them, so signals, logging and guarantees are the same
-from every door.
+rotation, update, delete, list, resealing tokens), :mod:`.hierarchy` (what a child
+inherits, and the rules a parent must keep: used by :mod:`.groups`, writes nothing) and
+:mod:`.keys` (API keys: issue, lookup, use, change, revocation, deletion). The API
+views, the admin, the management commands and host code all call them, so signals,
+logging and guarantees are the same from every door.
 """
 
-from . import groups, keys
+from . import groups, hierarchy, keys
 
-__all__ = ["groups", "keys"]
+__all__ = ["groups", "hierarchy", "keys"]

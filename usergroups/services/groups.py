@@ -9,7 +9,8 @@ model instance.
 
 Get-or-create and rotation are race-safe on any number of processes: a unique
 constraint decides concurrent creations, a compare-and-swap on the token's digest
-decides concurrent rotations.
+decides concurrent rotations. Hierarchy changes (a create with a parent, a move, a
+delete) queue on the workspace's row: see :mod:`.hierarchy`.
 """
 
 import logging
@@ -28,8 +29,19 @@ from .. import crypto, scopes, sql
 from ..conf import usergroups_settings
 from ..conflicts import retry_on_conflict
 from ..models import SchemaMapping, UserGroup
-from ..records import RECORD_FIELDS, GroupRecord
-from ..signals import group_created, group_deleted, group_updated, send_on_commit, token_rotated
+from ..records import RECORD_FIELDS, Ancestor, GroupRecord
+from ..signals import (
+    group_created,
+    group_deleted,
+    group_moved,
+    group_updated,
+    send_on_commit,
+    token_rotated,
+)
+from . import hierarchy
+from .hierarchy import InvalidParent
+
+__all__ = ["HasChildren", "InvalidParent", "ProvidedIdTaken"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +50,13 @@ class ProvidedIdTaken(Exception):
     """A rename to a ``user_group_id`` another group of the workspace already has."""
 
 
+class HasChildren(Exception):
+    """A delete, without ``cascade``, of a group that has child groups."""
+
+
 def _read(statement: sql.Statement, params: list[Any]) -> GroupRecord | None:
-    return GroupRecord.from_rows(statement.fetch(params)[1])
+    """The group the statement finds, with what it inherits: one query, two for a child."""
+    return hierarchy.record_from_rows(statement.fetch(params)[1])
 
 
 def _atomic() -> transaction.Atomic:
@@ -47,7 +64,8 @@ def _atomic() -> transaction.Atomic:
 
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
-    """The group of ``provided_id`` in the workspace, or None: one query."""
+    """The group of ``provided_id`` in the workspace, or None: one query (two when the
+    group has a parent, whatever its depth)."""
     return _read(sql.GROUP_BY_PROVIDED_ID, [workspace_id, provided_id])
 
 
@@ -67,20 +85,29 @@ def create_group(
     name: str,
     mapping: dict[str, str],
     properties: dict[str, Any] | None,
+    parent_user_group_id: str | None = None,
 ) -> GroupRecord:
-    """Insert a group and its mappings in one transaction; IntegrityError on a duplicate."""
+    """Insert a group and its mappings in one transaction; IntegrityError on a duplicate,
+    :class:`InvalidParent` when the parent named is unknown or already at the deepest
+    level (and then nothing is written)."""
     token = crypto.new_group_token()
     group = UserGroup(
         workspace_id=workspace_id, provided_id=provided_id, name=name, properties=properties
     )
     group.set_token(token)
+    chain: list[Ancestor] = []
     with _atomic():
+        if parent_user_group_id is not None:
+            hierarchy.lock_workspace(workspace_id)
+            chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
+            hierarchy.check_depth(chain)
+            group.parent_id = chain[-1].team_id
         group.save(force_insert=True)
         SchemaMapping.objects.bulk_create(
             SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
             for schema_id, source in mapping.items()
         )
-    record = GroupRecord.from_model(group, mapping.items())
+    record = GroupRecord.from_model(group, mapping.items(), chain)
     send_on_commit(group_created, group=record)
     logger.info("Created user group team_id=%s in workspace %s", record.team_id, workspace_id)
     return record
@@ -97,6 +124,7 @@ def get_or_create_group(
     name: str | None = None,
     mapping: dict[str, str] | None = None,
     properties: dict[str, Any] | None = None,
+    parent_user_group_id: str | None = None,
     authorize: Callable[[str], None] | None = None,
 ) -> tuple[GroupRecord, bool]:
     """The group of ``provided_id``, created if it does not exist; ``(group, created)``.
@@ -126,6 +154,7 @@ def get_or_create_group(
                 name if name is not None else provided_id,
                 mapping or {},
                 properties,
+                parent_user_group_id,
             ), True
         except IntegrityError as exc:
             error = exc
@@ -215,14 +244,17 @@ def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
 def update_group(
     workspace_id: int, provided_id: str, changes: dict[str, Any]
 ) -> GroupRecord | None:
-    """Apply ``changes`` (name, properties, mapping, provided_id) to a group; None if unknown.
+    """Apply ``changes`` (name, properties, mapping, provided_id, parent_user_group_id)
+    to a group; None if unknown.
 
     Given fields replace what is stored (a given mapping replaces the whole mapping);
     absent ones stay. The row is locked for the transaction, so concurrent updates queue.
-    A rename to an id the workspace already has raises :class:`ProvidedIdTaken`.
+    A rename to an id the workspace already has raises :class:`ProvidedIdTaken`; a parent
+    the hierarchy refuses (unknown, a cycle, too deep), :class:`InvalidParent`. A new
+    parent (a provided id, or None to detach) moves the group with its subtree.
     """
     groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
-    return _update(groups, changes)
+    return _update(groups, changes, workspace_id)
 
 
 def update_group_by_team_id(team_id: int, changes: dict[str, Any]) -> GroupRecord | None:
@@ -233,14 +265,16 @@ def update_group_by_team_id(team_id: int, changes: dict[str, Any]) -> GroupRecor
 _UPDATABLE = ("name", "properties", "provided_id")
 
 
-def _update(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
+def _update(
+    groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None = None
+) -> GroupRecord | None:
     """A rename that meets a group holding its new id raises :class:`ProvidedIdTaken`; if
     that group is gone by the time it is looked for, the id was freed meanwhile and the
     update runs again (:data:`ATTEMPTS_WHEN_GONE` times in all)."""
     error: IntegrityError | None = None
     for _attempt in range(ATTEMPTS_WHEN_GONE):
         try:
-            record = _update_locked(groups, changes)
+            updated = _update_locked(groups, changes, workspace_id)
             break
         except IntegrityError as exc:
             if "provided_id" not in changes:
@@ -251,28 +285,71 @@ def _update(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord
     else:
         assert error is not None
         raise error  # the id was never found taken: the update fails for another reason
-    if record is None:
+    if updated is None:
         return None
+    record, old_parent_id = updated
     send_on_commit(group_updated, group=record)
+    if old_parent_id != record.parent_id:
+        send_on_commit(
+            group_moved, group=record, old_parent_id=old_parent_id, new_parent_id=record.parent_id
+        )
+        logger.info(
+            "Moved user group team_id=%s from parent %s to %s",
+            record.team_id,
+            old_parent_id,
+            record.parent_id,
+        )
     logger.info("Updated user group team_id=%s", record.team_id)
     return record
 
 
 @retry_on_conflict
-def _update_locked(groups: QuerySet[UserGroup], changes: dict[str, Any]) -> GroupRecord | None:
+def _update_locked(
+    groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None
+) -> tuple[GroupRecord, int | None] | None:
+    """The updated group (of ``workspace_id``, when known) and its parent's id before."""
+    moving = "parent_user_group_id" in changes
     with _atomic():
+        if moving:
+            # The workspace's row first, then the group's: the order every hierarchy
+            # change locks in (see hierarchy), so two of them never deadlock.
+            if workspace_id is None:
+                workspace_id = groups.values_list("workspace_id", flat=True).first()
+            if workspace_id is None:
+                return None
+            hierarchy.lock_workspace(workspace_id)
         group = groups.select_for_update().first()
         if group is None:
             return None
+        old_parent_id = group.parent_id
+        if moving:
+            group.parent_id = _new_parent_id(group, changes["parent_user_group_id"])
         for field in _UPDATABLE:
             if field in changes:
                 setattr(group, field, changes[field])
-        group.save(update_fields=[*(f for f in _UPDATABLE if f in changes), "updated_at"])
+        fields = [f for f in _UPDATABLE if f in changes]
+        if group.parent_id != old_parent_id:
+            fields.append("parent")
+        group.save(update_fields=[*fields, "updated_at"])
         if "mapping" in changes:
             _replace_mapping(group, changes["mapping"])
         record = _read(sql.GROUP_BY_TEAM_ID, [group.team_id])
     assert record is not None  # read in the transaction that holds the row's lock
-    return record
+    return record, old_parent_id
+
+
+def _new_parent_id(group: UserGroup, parent_user_group_id: str | None) -> int | None:
+    """The team id of the parent ``group`` may move under (None: detached, always
+    allowed); :class:`InvalidParent` if the hierarchy's rules refuse it. Runs with the
+    workspace's row locked, so what it checks stays true until the commit."""
+    if parent_user_group_id is None:
+        return None
+    chain = hierarchy.parent_chain(group.workspace_id, parent_user_group_id)
+    parent_id = chain[-1].team_id
+    if parent_id != group.parent_id:  # staying is allowed, whatever the bound says now
+        height = max(level for _team_id, level in hierarchy.subtree(group.team_id))
+        hierarchy.check_move(group.team_id, chain, height)
+    return parent_id
 
 
 def _provided_id_taken(groups: QuerySet[UserGroup], new_id: str) -> bool:
@@ -288,11 +365,17 @@ def _provided_id_taken(groups: QuerySet[UserGroup], new_id: str) -> bool:
 
 @sensitive_variables("token")
 def delete_group(
-    workspace_id: int, *, provided_id: str | None = None, token: str | None = None
-) -> GroupRecord | None:
-    """Delete the group named by ``provided_id`` or holding ``token``; None if unknown.
+    workspace_id: int,
+    *,
+    provided_id: str | None = None,
+    token: str | None = None,
+    cascade: bool = False,
+) -> list[GroupRecord]:
+    """Delete the group named by ``provided_id`` or holding ``token``: the groups deleted,
+    as they were, the named one first; empty if unknown.
 
-    Returns the group as it was before the delete.
+    A group with children raises :class:`HasChildren` (nothing deleted) unless
+    ``cascade``: then it goes with all its descendants, in one transaction.
     """
     groups = UserGroup.objects.filter(workspace_id=workspace_id)
     if provided_id is not None:
@@ -300,55 +383,88 @@ def delete_group(
     elif token is not None and crypto.looks_like_group_token(token):
         groups = groups.filter(token_digest=crypto.digest(token))
     else:
-        return None
-    return _delete(groups)
+        return []
+    return _delete(groups, cascade, workspace_id)
 
 
-def delete_group_by_team_id(team_id: int) -> GroupRecord | None:
+def delete_group_by_team_id(team_id: int, *, cascade: bool = False) -> list[GroupRecord]:
     """:func:`delete_group` for the group of ``team_id`` (the admin's door)."""
-    return _delete(UserGroup.objects.filter(pk=team_id))
+    return _delete(UserGroup.objects.filter(pk=team_id), cascade)
 
 
 @retry_on_conflict  # given the digest, never the token (see _rotate_digest)
-def _delete(groups: QuerySet[UserGroup]) -> GroupRecord | None:
+def _delete(
+    groups: QuerySet[UserGroup], cascade: bool, workspace_id: int | None = None
+) -> list[GroupRecord]:
     with _atomic():
+        if workspace_id is None:
+            workspace_id = groups.values_list("workspace_id", flat=True).first()
+        if workspace_id is None:
+            return []
+        # No child may be added (or moved) under the subtree while it is deleted.
+        hierarchy.lock_workspace(workspace_id)
         team_id = groups.select_for_update().values_list("pk", flat=True).first()
         if team_id is None:
-            return None
-        record = _read(sql.GROUP_BY_TEAM_ID, [team_id])
-        UserGroup.objects.filter(pk=team_id).delete()
-    assert record is not None  # read in the transaction that holds the row's lock
-    send_on_commit(group_deleted, group=record, team_id=record.team_id)
-    logger.info("Deleted user group team_id=%s", record.team_id)
-    return record
+            return []
+        tree = hierarchy.subtree(team_id)
+        if len(tree) > 1 and not cascade:
+            raise HasChildren(len(tree) - 1)
+        order = {tree_id: index for index, (tree_id, _level) in enumerate(tree)}
+        subtree = UserGroup.objects.filter(pk__in=list(order))
+        records = sorted(_records(subtree), key=lambda record: order[record.team_id])
+        if len(tree) > 1:
+            # Detached first: the delete's order within the subtree then does not matter
+            # to databases that check foreign keys row by row (MariaDB).
+            subtree.update(parent=None)
+        subtree.delete()
+    for record in records:
+        send_on_commit(group_deleted, group=record, team_id=record.team_id)
+        logger.info("Deleted user group team_id=%s", record.team_id)
+    return records
 
 
-def _listed(workspace_id: int, provided_id_prefix: str) -> QuerySet[UserGroup]:
+def _listed(
+    workspace_id: int, provided_id_prefix: str, parent_user_group_id: str | None = None
+) -> QuerySet[UserGroup]:
     groups = UserGroup.objects.filter(workspace_id=workspace_id)
     if provided_id_prefix:
         # Not __startswith: SQLite's LIKE ignores case. Equality is exact everywhere.
         head = Left("provided_id", len(provided_id_prefix))
         groups = groups.annotate(id_head=head).filter(id_head=provided_id_prefix)
+    if parent_user_group_id is not None:
+        groups = groups.filter(parent__provided_id=parent_user_group_id)
     return groups
 
 
-def count_groups(workspace_id: int, provided_id_prefix: str = "") -> int:
-    """How many groups the workspace has (whose id starts with ``provided_id_prefix``)."""
-    return _listed(workspace_id, provided_id_prefix).count()
+def count_groups(
+    workspace_id: int, provided_id_prefix: str = "", parent_user_group_id: str | None = None
+) -> int:
+    """How many groups the workspace has (whose id starts with ``provided_id_prefix``,
+    children of ``parent_user_group_id``)."""
+    return _listed(workspace_id, provided_id_prefix, parent_user_group_id).count()
 
 
 def list_groups(
     workspace_id: int,
     provided_id_prefix: str = "",
     *,
+    parent_user_group_id: str | None = None,
     offset: int = 0,
     limit: int | None = None,
 ) -> list[GroupRecord]:
-    """The workspace's groups (whose id starts with ``provided_id_prefix``), oldest first,
-    from ``offset``, at most ``limit``: two queries, the groups and their mappings."""
-    groups = _listed(workspace_id, provided_id_prefix).order_by("team_id")
+    """The workspace's groups (whose id starts with ``provided_id_prefix``; the direct
+    children of ``parent_user_group_id`` when given), oldest first, from ``offset``, at
+    most ``limit``: three queries, the groups, their mappings and their ancestors (two
+    when none has a parent)."""
+    groups = _listed(workspace_id, provided_id_prefix, parent_user_group_id).order_by("team_id")
     stop = None if limit is None else offset + limit
-    rows = list(groups.values_list(*RECORD_FIELDS)[offset:stop])
+    return _records(groups[offset:stop])
+
+
+def _records(groups: QuerySet[UserGroup]) -> list[GroupRecord]:
+    """The records of ``groups``, in their order: at most three queries, whatever their
+    number and depth."""
+    rows = list(groups.values_list(*RECORD_FIELDS))
     if not rows:
         return []
     mappings: dict[int, list[tuple[str, str]]] = {row[0]: [] for row in rows}
@@ -357,7 +473,14 @@ def list_groups(
     )
     for team_id, schema_id, source in pairs:
         mappings[team_id].append((schema_id, source))
-    return [GroupRecord.from_values(row, mappings[row[0]]) for row in rows]
+    parent = RECORD_FIELDS.index("parent_id")
+    chains = hierarchy.ancestors_of(row[parent] for row in rows if row[parent] is not None)
+    return [
+        GroupRecord.from_values(
+            row, mappings[row[0]], chains[row[parent]] if row[parent] is not None else ()
+        )
+        for row in rows
+    ]
 
 
 def reseal_tokens() -> tuple[int, int]:
