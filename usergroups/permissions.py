@@ -7,6 +7,7 @@ the get-or-create service for GET of ``/api/user``, whose scope depends on wheth
 group exists (``read`` if it does, ``write`` if it would be created).
 """
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -33,7 +34,9 @@ class HasGroupToken(BasePermission):
 
 def scope_message(scope: str) -> str:
     """The 403's message: it names the scope the key lacks."""
-    return f"This API key lacks the '{scope}' scope, which this operation needs."
+    return _("This API key lacks the '%(scope)s' scope, which this operation needs.") % {
+        "scope": scope
+    }
 
 
 class ScopeRequired(PermissionDenied):

@@ -6,6 +6,7 @@ Response serializers read a :class:`~usergroups.records.GroupRecord`, and nothin
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 from rest_framework.fields import empty
 
@@ -216,7 +217,7 @@ class DeleteRequestSerializer(TokenRequestSerializer):
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if ("user_group_id" in data) == ("current_token" in data):
             raise serializers.ValidationError(
-                {"user_group_id": ["Give exactly one of user_group_id and current_token."]}
+                {"user_group_id": [_("Give exactly one of user_group_id and current_token.")]}
             )
         return data
 

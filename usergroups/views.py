@@ -6,6 +6,8 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.utils.http import parse_header_parameters
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
@@ -83,7 +85,7 @@ def get_or_create_input(request: Request) -> Any:
                 text = params.get(name, "")
                 data[name] = loads_strict(text, usergroups_settings.MAX_PROPERTIES_DEPTH)
             except ValueError as exc:
-                errors[name] = [f"Must be JSON text: {exc}"]
+                errors[name] = [_("Must be JSON text: %(reason)s") % {"reason": exc}]
     if errors:
         raise ValidationError(errors)
     return data
@@ -172,7 +174,7 @@ class UserGroupView(WorkspaceAPIView):
             workspace_id(request), serializer.validated_data["current_token"]
         )
         if group is None:
-            raise NotFound("No user group of this workspace has this token.")
+            raise NotFound(_("No user group of this workspace has this token."))
         return Response({"success": 1, "user_group": RotatedGroupSerializer(group).data})
 
     def put(self, request: Request) -> Response:
@@ -186,12 +188,12 @@ class UserGroupView(WorkspaceAPIView):
             )
         except groups.ProvidedIdTaken:
             raise ValidationError(
-                {"new_user_group_id": ["Another user group of this workspace has this id."]}
+                {"new_user_group_id": [_("Another user group of this workspace has this id.")]}
             )
         except groups.InvalidParent as exc:
             raise invalid_parent(exc) from None
         if group is None:
-            raise NotFound("No user group of this workspace has this id.")
+            raise NotFound(_("No user group of this workspace has this id."))
         return Response({"success": 1, "user_group": UserGroupSerializer(group).data})
 
     def delete(self, request: Request) -> Response:
@@ -206,12 +208,17 @@ class UserGroupView(WorkspaceAPIView):
                 cascade=cascade,
             )
         except groups.HasChildren as exc:
-            raise Conflict(
-                f'The user group has {exc} descendant group(s); send "cascade": true '
-                "to delete them with it."
-            ) from None
+            count = exc.descendants
+            message = ngettext(
+                'The user group has %(count)s descendant group; send "cascade": true '
+                "to delete it with it.",
+                'The user group has %(count)s descendant groups; send "cascade": true '
+                "to delete them with it.",
+                count,
+            )
+            raise Conflict(message % {"count": count}) from None
         if not deleted:
-            raise NotFound("No user group of this workspace matches.")
+            raise NotFound(_("No user group of this workspace matches."))
         answer: dict[str, Any] = {
             "success": 1,
             "user_group": DeletedGroupSerializer(deleted[0]).data,

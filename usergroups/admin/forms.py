@@ -9,6 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from ..conf import usergroups_settings
 from ..fields import compact_json
@@ -78,13 +79,15 @@ class PropertiesField(forms.JSONField):
 
 class UserGroupAdminForm(forms.ModelForm):
     provided_id = TextField(
-        label="Provided id",
-        help_text="The caller's own id for this group (the API's <code>user_group_id</code>), "
-        "unique within the workspace.",
+        label=_("Provided id"),
+        help_text=_(
+            "The caller's own id for this group (the API's <code>user_group_id</code>), "
+            "unique within the workspace."
+        ),
     )
     name = TextField(
         required=False,
-        help_text="Shown to people; the provided id when left empty.",
+        help_text=_("Shown to people; the provided id when left empty."),
     )
     properties = PropertiesField(
         required=False,
@@ -98,8 +101,12 @@ class UserGroupAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         # Built here, not at import, so the limits follow override_settings.
         self.fields["properties"].help_text = format_html(
-            "A JSON object, for example <code>{}</code>; empty for none. "
-            "At most {} as compact JSON, nested at most {} levels deep.",
+            str(
+                _(
+                    "A JSON object, for example <code>{}</code>; empty for none. "
+                    "At most {} as compact JSON, nested at most {} levels deep."
+                )
+            ),
             '{"region": "EU", "plan": "pro"}',
             _size(usergroups_settings.MAX_PROPERTIES_BYTES),
             usergroups_settings.MAX_PROPERTIES_DEPTH,
@@ -124,7 +131,7 @@ class UserGroupAdminForm(forms.ModelForm):
                 taken = taken.exclude(pk=self.instance.pk)
             if taken.exists():
                 self.add_error(
-                    "provided_id", "Another user group of this workspace has this provided id."
+                    "provided_id", _("Another user group of this workspace has this provided id.")
                 )
         if "parent" in self.fields:
             self._check_parent(workspace, cleaned.get("parent"))
@@ -136,7 +143,7 @@ class UserGroupAdminForm(forms.ModelForm):
         if parent is None or parent.pk == self.instance.parent_id:
             return  # detaching, or staying: always allowed
         if workspace is not None and parent.workspace_id != workspace.pk:
-            self.add_error("parent", "The parent must be a group of the same workspace.")
+            self.add_error("parent", _("The parent must be a group of the same workspace."))
             return
         chain = hierarchy.ancestors_of([parent.pk])[parent.pk]
         try:
@@ -150,8 +157,8 @@ class UserGroupAdminForm(forms.ModelForm):
 
 
 class SchemaMappingForm(forms.ModelForm):
-    schema_id = TextField(label="Schema id")
-    data_source_id = TextField(label="Data source id")
+    schema_id = TextField(label=_("Schema id"))
+    data_source_id = TextField(label=_("Data source id"))
 
     class Meta:
         model = SchemaMapping
@@ -201,7 +208,7 @@ class ScopesField(forms.MultipleChoiceField):
     widget = forms.CheckboxSelectMultiple
 
     def __init__(self, offered: tuple[str, ...] = SCOPES, **kwargs: Any) -> None:
-        kwargs.setdefault("error_messages", {"required": "Choose at least one scope."})
+        kwargs.setdefault("error_messages", {"required": _("Choose at least one scope.")})
         super().__init__(choices=[(scope, scope) for scope in offered], **kwargs)
 
 
@@ -211,21 +218,23 @@ class APIKeyAddForm(forms.ModelForm):
 
     name = TextField(
         required=False,
-        help_text="What the key is for, e.g. “Production backend”, to tell keys apart.",
+        help_text=_("What the key is for, e.g. “Production backend”, to tell keys apart."),
     )
     scopes = ScopesField(
         initial=list(SCOPES),
-        help_text="What the key may do: read (get an existing group, list groups), write "
-        "(create, update, delete groups), rotate (rotate a group's token), embed (embed "
-        "tokens). Scopes can be narrowed later, never widened.",
+        help_text=_(
+            "What the key may do: read (get an existing group, list groups), write "
+            "(create, update, delete groups), rotate (rotate a group's token), embed (embed "
+            "tokens). Scopes can be narrowed later, never widened."
+        ),
     )
 
     class Meta:
         model = APIKey
         fields = ["workspace", "name", "expires_at"]
         help_texts = {
-            "workspace": "The key acts for this workspace and sees only its user groups.",
-            "expires_at": "Leave empty for a key that does not expire.",
+            "workspace": _("The key acts for this workspace and sees only its user groups."),
+            "expires_at": _("Leave empty for a key that does not expire."),
         }
 
     def clean_name(self) -> str:
@@ -234,7 +243,7 @@ class APIKeyAddForm(forms.ModelForm):
     def clean_expires_at(self) -> datetime | None:
         expires_at = self.cleaned_data["expires_at"]
         if expires_at is not None and expires_at <= timezone.now():
-            raise ValidationError("Must be in the future.", code="past")
+            raise ValidationError(_("Must be in the future."), code="past")
         return expires_at
 
 
@@ -251,8 +260,10 @@ class APIKeyChangeForm(APIKeyAddForm):
         self.fields["scopes"] = ScopesField(
             offered=held,
             initial=list(held),
-            help_text="Untick a scope to take it away from the key; this cannot be undone. "
-            "A key never gets a scope it lacks: for more, create a new key.",
+            help_text=_(
+                "Untick a scope to take it away from the key; this cannot be undone. "
+                "A key never gets a scope it lacks: for more, create a new key."
+            ),
         )
 
     def clean_expires_at(self) -> datetime | None:

@@ -10,6 +10,7 @@ from django.forms import BaseFormSet, Media
 from django.http import Http404, HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 
 from ..models import SchemaMapping, UserGroup
 from ..records import GroupRecord
@@ -32,8 +33,8 @@ class SchemaMappingInline(MappingInlineBase):
     model = SchemaMapping
     form = SchemaMappingForm
     formset = SchemaMappingFormSet
-    verbose_name = "schema mapping"
-    verbose_name_plural = "Mapping: schema id → data source id"
+    verbose_name = _("schema mapping")
+    verbose_name_plural = _("Mapping: schema id → data source id")
 
     def get_extra(self, request: HttpRequest, obj: UserGroup | None = None, **kwargs: Any) -> int:
         return 0 if obj is not None and obj.mappings.exists() else 1
@@ -84,7 +85,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     list_display_links = ["name", "provided_id"]
     list_filter = ["workspace", "created_at", "token_rotated_at"]
     search_fields = ["name", "provided_id", "team_id__exact"]
-    search_help_text = "Search by name, provided id or team id."
+    search_help_text = _("Search by name, provided id or team id.")
     ordering = ["-created_at", "-team_id"]
     list_select_related = ["workspace"]
     # Searched with search_fields; the form keeps the parent in the group's workspace.
@@ -153,11 +154,11 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
             fields.append("workspace")  # A group never moves to another workspace.
         return fields
 
-    @admin.display(description="Mappings", ordering="mapping_count")
+    @admin.display(description=_("Mappings"), ordering="mapping_count")
     def mapping_count(self, obj: Any) -> int:
         return obj.mapping_count  # annotated by get_queryset
 
-    @admin.display(description="Children", ordering="children_count")
+    @admin.display(description=_("Children"), ordering="children_count")
     def children_count(self, obj: Any) -> int:
         return obj.children_count  # annotated by get_queryset
 
@@ -169,41 +170,43 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
         record: GroupRecord | None = cache["_api_record"]
         return record
 
-    @admin.display(description="Computed properties")
+    @admin.display(description=_("Computed properties"))
     def computed_properties(self, obj: UserGroup) -> str:
         record = self._record(obj)
         return "—" if record is None else _json_html(record.computed_properties)
 
-    @admin.display(description="Computed mapping")
+    @admin.display(description=_("Computed mapping"))
     def computed_mapping(self, obj: UserGroup) -> str:
         record = self._record(obj)
         return "—" if record is None else _json_html(record.computed_mapping)
 
-    @admin.display(description="Created", ordering="created_at")
+    @admin.display(description=_("Created"), ordering="created_at")
     def created(self, obj: UserGroup) -> str:
         return when(obj.created_at)
 
-    @admin.display(description="Updated", ordering="updated_at")
+    @admin.display(description=_("Updated"), ordering="updated_at")
     def updated(self, obj: UserGroup) -> str:
         return when(obj.updated_at)
 
-    @admin.display(description="Token rotated", ordering="token_rotated_at")
+    @admin.display(description=_("Token rotated"), ordering="token_rotated_at")
     def rotated(self, obj: UserGroup) -> str:
         return when(obj.token_rotated_at, empty="Never")
 
-    @admin.display(description="Current token")
+    @admin.display(description=_("Current token"))
     def current_token(self, obj: UserGroup) -> str | SafeString:
         token = obj.token
         if token is None:
-            return (
-                "Cannot be shown: none of the configured secrets opens it. "
-                "Rotate it to issue a new one."
+            return str(
+                _(
+                    "Cannot be shown: none of the configured secrets opens it. "
+                    "Rotate it to issue a new one."
+                )
             )
-        return secret_html(token, element_id="current-token", label="Current token")
+        return secret_html(token, element_id="current-token", label=str(_("Current token")))
 
-    @admin.display(description="Current token")
+    @admin.display(description=_("Current token"))
     def hidden_token(self, obj: UserGroup) -> str:
-        return "Hidden. Seeing it needs the permission “Can view user group tokens”."
+        return str(_("Hidden. Seeing it needs the permission “Can view user group tokens”."))
 
     # Writes go through usergroups.services.groups, as the API's do: the group and its
     # mapping in one transaction, one signal, one log line. The group is written in
@@ -230,7 +233,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
             elif mappings is not None:
                 mappings.save(commit=False)  # writes nothing: sets what the history reads
             if groups.update_group_by_team_id(group.pk, changes) is None:
-                raise Http404("The user group was deleted meanwhile.")
+                raise Http404(_("The user group was deleted meanwhile."))
         else:
             mapping = {} if mappings is None else mappings.mapping_after([])
             parent = form.cleaned_data.get("parent")

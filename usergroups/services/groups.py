@@ -53,6 +53,10 @@ class ProvidedIdTaken(Exception):
 class HasChildren(Exception):
     """A delete, without ``cascade``, of a group that has child groups."""
 
+    def __init__(self, descendants: int) -> None:
+        super().__init__(descendants)
+        self.descendants = descendants
+
 
 def _read(statement: sql.Statement, params: list[Any]) -> GroupRecord | None:
     """The group the statement finds, with what it inherits: one query, two for a child."""

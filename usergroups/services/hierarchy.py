@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import connections, router
+from django.utils.translation import gettext_lazy as _
 
 from .. import sql
 from ..conf import usergroups_settings
@@ -85,7 +86,7 @@ def parent_chain(workspace_id: int, parent_provided_id: str) -> list[Ancestor]:
         .first()
     )
     if parent_id is None:
-        raise InvalidParent("No user group of this workspace has this id.")
+        raise InvalidParent(_("No user group of this workspace has this id."))
     return ancestors_of([parent_id])[parent_id]
 
 
@@ -101,8 +102,8 @@ def check_depth(chain: Sequence[Ancestor], height: int = 1) -> None:
     limit = usergroups_settings.MAX_HIERARCHY_DEPTH
     if len(chain) + height > limit:
         raise InvalidParent(
-            f"The hierarchy would be {len(chain) + height} levels deep; at most {limit} "
-            "are allowed."
+            _("The hierarchy would be %(depth)s levels deep; at most %(limit)s are allowed.")
+            % {"depth": len(chain) + height, "limit": limit}
         )
 
 
@@ -110,5 +111,5 @@ def check_move(team_id: int, chain: Sequence[Ancestor], height: int) -> None:
     """:class:`InvalidParent` if putting group ``team_id`` (its subtree ``height``
     levels high) under the parent of ``chain`` makes a cycle or too deep a hierarchy."""
     if any(ancestor.team_id == team_id for ancestor in chain):
-        raise InvalidParent("A group cannot be put under itself or one of its descendants.")
+        raise InvalidParent(_("A group cannot be put under itself or one of its descendants."))
     check_depth(chain, height)
