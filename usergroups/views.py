@@ -211,7 +211,7 @@ class UserGroupView(WorkspaceAPIView):
             count = exc.descendants
             message = ngettext(
                 'The user group has %(count)s descendant group; send "cascade": true '
-                "to delete it with it.",
+                "to delete it too.",
                 'The user group has %(count)s descendant groups; send "cascade": true '
                 "to delete them with it.",
                 count,
