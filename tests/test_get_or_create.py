@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.support.api import API_URL, client_for, get_or_create
+from tests.support.api import API_URL, GROUP_KEYS, client_for, get_or_create
 from tests.support.db_state import database_unchanged, stored_state
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory
 from usergroups.models import SchemaMapping, UserGroup
@@ -14,17 +14,6 @@ from usergroups.models import SchemaMapping, UserGroup
 TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
 
 #: The keys of ``user_group`` in get-or-create and update answers (contract sections 3, 5).
-GROUP_KEYS = {
-    "team_id",
-    "token",
-    "name",
-    "provided_id",
-    "properties",
-    "mapping",
-    "parent_user_group_id",
-    "computed_properties",
-    "computed_mapping",
-}
 
 
 def ok(response) -> dict:

@@ -28,6 +28,7 @@ from typing import NoReturn
 import pytest
 
 from tests.support import HOST, services
+from tests.support.api import GROUP_KEYS
 from tests.support.deployment import migrated_site
 from tests.support.gunicorn import Gunicorn
 
@@ -120,17 +121,6 @@ def race_server(request, tmp_path):
 
 # --- The contract's answer shapes ----------------------------------------------------------
 
-GROUP_KEYS = {
-    "team_id",
-    "token",
-    "name",
-    "provided_id",
-    "properties",
-    "mapping",
-    "parent_user_group_id",
-    "computed_properties",
-    "computed_mapping",
-}
 ROTATED_KEYS = {"team_id", "token", "name", "provided_id"}
 DELETED_KEYS = {"team_id", "name", "provided_id"}
 

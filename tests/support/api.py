@@ -79,3 +79,17 @@ def assert_error(
         for messages in error["fields"].values():
             assert messages and all(type(m) is str and m for m in messages)
     return error
+
+
+# The keys of ``user_group`` in a get-or-create or update answer (contract sections 3, 5).
+GROUP_KEYS = {
+    "team_id",
+    "token",
+    "name",
+    "provided_id",
+    "properties",
+    "mapping",
+    "parent_user_group_id",
+    "computed_properties",
+    "computed_mapping",
+}
