@@ -133,16 +133,21 @@ class KeyRotationMixin(KeyRotationBase):
                     ),
                 }
             )
+        context = self.new_keys_context(
+            request, gettext("Copy your new API keys"), rotated=rotated, grace_hours=grace_hours
+        )
+        return TemplateResponse(request, "usergroups/admin/apikey/rotated.html", context)
+
+    def new_keys_context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
+        """What a page that shows new keys once (after adding or rotating) is rendered with."""
         opts = self.model._meta
         request.current_app = self.admin_site.name
-        context = {
+        return {
             **self.admin_site.each_context(request),
-            "title": gettext("Copy your new API keys"),
+            "title": title,
             "opts": opts,
             "app_label": opts.app_label,
-            "rotated": rotated,
-            "grace_hours": grace_hours,
             "media": self.media,
             "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
+            **extra,
         }
-        return TemplateResponse(request, "usergroups/admin/apikey/rotated.html", context)

@@ -232,24 +232,16 @@ class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyA
         key = _NEW_KEYS.pop(obj, None)
         if key is None:
             return super().response_add(request, obj, post_url_continue)
-        opts = self.model._meta
-        request.current_app = self.admin_site.name
-        context = {
-            **self.admin_site.each_context(request),
-            "title": gettext("Copy your new API key"),
-            "opts": opts,
-            "app_label": opts.app_label,
-            "api_key": obj,
-            "scopes": self.scope_names(obj),
-            "secret": secret_html(
+        context = self.new_keys_context(
+            request,
+            gettext("Copy your new API key"),
+            api_key=obj,
+            scopes=self.scope_names(obj),
+            secret=secret_html(
                 key, element_id="new-api-key", label=gettext("API key"), revealed=True
             ),
-            "media": self.media,
-            "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
-            "change_url": reverse(
-                f"{self.admin_site.name}:usergroups_apikey_change", args=[obj.pk]
-            ),
-        }
+            change_url=reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[obj.pk]),
+        )
         return TemplateResponse(request, "usergroups/admin/apikey/created.html", context)
 
     def render_change_form(
