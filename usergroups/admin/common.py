@@ -1,6 +1,7 @@
 """What the admin pages share: lookups limited to the offered filters, subquery counts,
 secrets with a copy button, confirmations."""
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -41,6 +42,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
+from ..fields import compact_json
 from ..models import APIKey, UserGroup
 
 MEDIA = Media(
@@ -240,3 +242,11 @@ def missing_object_redirect(
     name, key = model_admin.opts.verbose_name, unquote(object_id)
     messages.warning(request, message % {"name": name, "key": key})
     return HttpResponseRedirect(reverse("admin:index", current_app=model_admin.admin_site.name))
+
+
+def readable_json(value: Any) -> str:
+    """JSON for people to read: indented, unless indenting more than doubles it (deep
+    nesting can multiply it by 30), so a page stays within a small multiple of the limit."""
+    compact = compact_json(value)
+    indented = json.dumps(value, indent=2, ensure_ascii=False)
+    return indented if len(indented) <= 2 * len(compact) else compact

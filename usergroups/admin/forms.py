@@ -1,6 +1,5 @@
 """The admin's forms. Every rule comes from :mod:`usergroups.validators`, as in the API."""
 
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -12,12 +11,12 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from ..conf import usergroups_settings
-from ..fields import compact_json
 from ..models import APIKey, SchemaMapping, UserGroup
 from ..parsers import loads_strict
 from ..scopes import SCOPES
 from ..services import hierarchy
 from ..validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
+from .common import readable_json
 
 
 def _size(count: int) -> str:
@@ -70,11 +69,7 @@ class PropertiesField(forms.JSONField):
             return value
         if value is None:
             return ""
-        # Indented for reading, unless indenting more than doubles it (deep nesting can
-        # multiply it by 30): the page stays within a small multiple of the size limit.
-        compact = compact_json(value)
-        indented = json.dumps(value, indent=2, ensure_ascii=False)
-        return indented if len(indented) <= 2 * len(compact) else compact
+        return readable_json(value)
 
 
 class UserGroupAdminForm(forms.ModelForm):

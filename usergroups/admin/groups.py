@@ -1,6 +1,5 @@
 """User groups: browse, edit with the API's rules, reveal and rotate the token."""
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
@@ -15,7 +14,14 @@ from django.utils.translation import gettext_lazy as _
 from ..models import SchemaMapping, UserGroup
 from ..records import GroupRecord
 from ..services import groups
-from .common import MEDIA, OfferedLookupsOnly, secret_html, subquery_count, when
+from .common import (
+    MEDIA,
+    OfferedLookupsOnly,
+    readable_json,
+    secret_html,
+    subquery_count,
+    when,
+)
 from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from .rotation import TokenRotationMixin
 
@@ -263,4 +269,4 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
 
 
 def _json_html(value: Any) -> SafeString:
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
+    return format_html("<pre>{}</pre>", readable_json(value))
