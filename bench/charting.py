@@ -4,7 +4,12 @@ from pathlib import Path
 
 from bench.scenarios import IMPL_LABELS, IMPLS, SCENARIO_ORDER, Results, first_scenario
 
-COLORS = {"usergroups": "#2b7bba", "baseline1": "#9a9a9a", "baseline2": "#e07b39"}
+COLORS = {
+    "usergroups": "#2b7bba",
+    "baseline0": "#d0d0d0",
+    "baseline1": "#9a9a9a",
+    "baseline2": "#e07b39",
+}
 
 
 def chart(results: Results, backends: list[str], path: Path) -> None:
@@ -18,7 +23,7 @@ def chart(results: Results, backends: list[str], path: Path) -> None:
         ax_rps, ax_lat = axes[row]
         keys = [k for k in SCENARIO_ORDER if any((backend, k, i) in results.runs for i in IMPLS)]
         labels = [first_scenario(k).label for k in keys]
-        width = 0.27
+        width = 0.8 / len(IMPLS)
         for offset, impl in enumerate(IMPLS):
             xs: list[float] = []
             rps: list[float] = []
@@ -28,7 +33,7 @@ def chart(results: Results, backends: list[str], path: Path) -> None:
                 value = results.median(backend, key, impl, "rps")
                 if value is None:
                     continue
-                xs.append(i + (offset - 1) * width)
+                xs.append(i + (offset - (len(IMPLS) - 1) / 2) * width)
                 rps.append(value)
                 p50.append((results.median(backend, key, impl, "p50_us") or 0) / 1000)
                 p99.append((results.median(backend, key, impl, "p99_us") or 0) / 1000)
@@ -37,9 +42,9 @@ def chart(results: Results, backends: list[str], path: Path) -> None:
             ax_lat.scatter(xs, p99, marker="_", s=200, color="black", zorder=3)
         base = results.median(backend, "get", "baseline1", "rps")
         if base:
-            ax_rps.axhline(0.8 * base, color="#2b7bba", linestyle=":", linewidth=1)
+            ax_rps.axhline(1.2 * base, color="#2b7bba", linestyle=":", linewidth=1)
         for ax, title in (
-            (ax_rps, f"{backend}: requests/s (dotted: 0.8x baseline (1))"),
+            (ax_rps, f"{backend}: requests/s (dotted: 1.2x baseline (1))"),
             (ax_lat, f"{backend}: latency p50 (bars) and p99 (ticks), ms"),
         ):
             ax.set_xticks(range(len(keys)), [x.replace(", ", ",\n") for x in labels], fontsize=8)

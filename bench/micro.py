@@ -35,7 +35,9 @@ def environ(path: str, auth: str, body: bytes, method: str = "GET") -> dict:
     }
 
 
-def main() -> None:
+def setup(before_handler=lambda: None) -> tuple:
+    """Django set up on the environment's database; the WSGI application and the get
+    requests of each implementation: ``{name: (path, Authorization, body)}``."""
     import os
 
     from bench.datasets import SECRET
@@ -49,8 +51,28 @@ def main() -> None:
     from rest_framework.authtoken.models import Token
 
     from bench.workload import DEEP_BODY, GET_BODY
-    from usergroups.models import APIKey
+    from usergroups.models import APIKey, Workspace
+    from usergroups.services import keys
 
+    before_handler()
+    app = get_wsgi_application()
+    # A fresh key: the plain key is not stored, so issue one for this run.
+    key = keys.issue_key(APIKey(workspace=Workspace.objects.get(slug="bench"), name="micro"))
+    APIKey.objects.filter(name="micro").update(last_used_at=django.utils.timezone.now())
+    drf = Token.objects.get().key
+    body = json.dumps(GET_BODY).encode()
+    cases = {
+        "baseline0": ("/bench/bare", f"Token {drf}", body),
+        "baseline1": ("/bench/constant", f"Token {drf}", body),
+        "usergroups": ("/api/user", f"Token {key}", body),
+        # The same at depth 5: one more query, for all four ancestors.
+        "usergroups-depth5": ("/api/user", f"Token {key}", json.dumps(DEEP_BODY).encode()),
+        "baseline2": ("/bench/obvious", f"Token {drf}", body),
+    }
+    return app, cases
+
+
+def main() -> None:
     args = sys.argv[1:]
     profile = None
     if "--profile" in args:
@@ -58,22 +80,7 @@ def main() -> None:
         profile = args[i + 1]
         del args[i : i + 2]
     n = int(args[0]) if args else 2000
-    app = get_wsgi_application()
-    # A fresh key: the plain key is not stored, so issue one for this run.
-    from usergroups.models import Workspace
-    from usergroups.services import keys
-
-    key = keys.issue_key(APIKey(workspace=Workspace.objects.get(slug="bench"), name="micro"))
-    APIKey.objects.filter(name="micro").update(last_used_at=django.utils.timezone.now())
-    drf = Token.objects.get().key
-    body = json.dumps(GET_BODY).encode()
-    cases = {
-        "baseline1": ("/bench/constant", f"Token {drf}", body),
-        "usergroups": ("/api/user", f"Token {key}", body),
-        # The same at depth 5: one more query, for all four ancestors.
-        "usergroups-depth5": ("/api/user", f"Token {key}", json.dumps(DEEP_BODY).encode()),
-        "baseline2": ("/bench/obvious", f"Token {drf}", body),
-    }
+    app, cases = setup()
 
     tokens = {}
     counter = [0]

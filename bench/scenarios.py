@@ -6,13 +6,19 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-IMPLS = ("usergroups", "baseline1", "baseline2")
+IMPLS = ("usergroups", "baseline0", "baseline1", "baseline2")
 IMPL_LABELS = {
     "usergroups": "usergroups",
+    "baseline0": "(0) Django bare",
     "baseline1": "(1) DRF constant",
     "baseline2": "(2) DRF obvious",
 }
-PATHS = {"usergroups": "/api/user", "baseline1": "/bench/constant", "baseline2": "/bench/obvious"}
+PATHS = {
+    "usergroups": "/api/user",
+    "baseline0": "/bench/bare",
+    "baseline1": "/bench/constant",
+    "baseline2": "/bench/obvious",
+}
 
 
 @dataclass
@@ -28,6 +34,7 @@ class Scenario:
 
 
 SCENARIOS = [
+    Scenario("get", "get, 1k groups", "1k", "baseline0", "get"),
     Scenario("get", "get, 1k groups", "1k", "baseline1", "get"),
     Scenario("get", "get, 1k groups", "1k", "usergroups", "get"),
     Scenario("get", "get, 1k groups", "1k", "baseline2", "get"),

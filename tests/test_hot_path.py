@@ -255,7 +255,7 @@ def test_get_or_create_validation_matches_drf():
 
 
 def test_the_get_or_create_serializer_has_the_fields_its_short_way_checks():
-    # Adding a field or a validate() means updating serializers._valid_get_or_create too.
+    # Adding a field or a validate() means updating serializers.valid_get_or_create too.
     assert list(GetOrCreateRequestSerializer().fields) == [
         "user_group_id",
         "name",

@@ -68,11 +68,11 @@ class GetOrCreateRequestSerializer(serializers.Serializer):
         # The hot path: every dashboard render sends this body. Valid input is checked
         # by the same validators the fields run, without DRF's per-request deep copy of
         # the fields; anything else goes the DRF way, for its exact error reports.
-        valid = _valid_get_or_create(data)
+        valid = valid_get_or_create(data)
         return valid if valid is not None else super().run_validation(data)
 
 
-def _valid_get_or_create(data: Any) -> dict[str, Any] | None:
+def valid_get_or_create(data: Any) -> dict[str, Any] | None:
     """``validated_data`` of :class:`GetOrCreateRequestSerializer` when ``data`` is valid,
     else None. tests/test_hot_path.py holds the two to the same answers."""
     if type(data) is not dict:
@@ -152,15 +152,20 @@ class RotatedGroupSerializer(serializers.Serializer):
     provided_id = serializers.CharField(read_only=True)
 
     def to_representation(self, group: GroupRecord) -> dict[str, Any]:
-        # What the declared fields give (tests/test_hot_path.py holds the two equal),
-        # without DRF's per-instance deep copy of every field: this is the hot path.
-        team_id = group.team_id
-        return {
-            "team_id": None if team_id is None else int(team_id),
-            "token": shown_token(group),
-            "name": _text(group.name),
-            "provided_id": _text(group.provided_id),
-        }
+        return rotated_representation(group)
+
+
+def rotated_representation(group: GroupRecord) -> dict[str, Any]:
+    """What :class:`RotatedGroupSerializer`'s declared fields give (tests/test_hot_path.py
+    holds the two equal), without DRF's per-instance deep copy of every field: this is
+    the hot path."""
+    team_id = group.team_id
+    return {
+        "team_id": None if team_id is None else int(team_id),
+        "token": shown_token(group),
+        "name": _text(group.name),
+        "provided_id": _text(group.provided_id),
+    }
 
 
 class UserGroupSerializer(RotatedGroupSerializer):
@@ -173,15 +178,21 @@ class UserGroupSerializer(RotatedGroupSerializer):
     computed_mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
 
     def to_representation(self, group: GroupRecord) -> dict[str, Any]:
-        data = super().to_representation(group)
-        data["properties"] = group.properties
-        data["mapping"] = {str(key): _text(value) for key, value in group.mapping.items()}
-        data["parent_user_group_id"] = _text(group.parent_user_group_id)
-        data["computed_properties"] = group.computed_properties
-        data["computed_mapping"] = {
-            str(key): _text(value) for key, value in group.computed_mapping.items()
-        }
-        return data
+        return group_representation(group)
+
+
+def group_representation(group: GroupRecord) -> dict[str, Any]:
+    """:class:`UserGroupSerializer`'s output (tests/test_hot_path.py holds the two equal),
+    for the fast path of get (:mod:`usergroups.fastpath`), which makes no serializer."""
+    data = rotated_representation(group)
+    data["properties"] = group.properties
+    data["mapping"] = {str(key): _text(value) for key, value in group.mapping.items()}
+    data["parent_user_group_id"] = _text(group.parent_user_group_id)
+    data["computed_properties"] = group.computed_properties
+    data["computed_mapping"] = {
+        str(key): _text(value) for key, value in group.computed_mapping.items()
+    }
+    return data
 
 
 class UpdateRequestSerializer(serializers.Serializer):

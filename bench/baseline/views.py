@@ -1,4 +1,8 @@
-"""The two baselines a Django user would compare ``/api/user`` with.
+"""The baselines a Django user would compare ``/api/user`` with.
+
+(0) ``bare``: a plain Django view answering the same constant body with ``JsonResponse``:
+no DRF, no authentication, no query. The floor of this server (gunicorn, Django's handler
+and the example project's middleware); everything above it is the cost of an API.
 
 (1) ``ConstantView``: a DRF ``APIView`` behind DRF's ``TokenAuthentication`` answering a
 constant body of the size of a get-or-create answer: the floor of "DRF plus one
@@ -11,6 +15,7 @@ authenticated query" on this server.
 
 import secrets
 
+from django.http import JsonResponse
 from rest_framework import serializers
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import NotFound
@@ -25,6 +30,11 @@ from .models import Group, Mapping
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
+
+
+def bare(request):
+    """Baseline (0): the constant body, as plain Django serves it."""
+    return JsonResponse(CONSTANT_RESPONSE)
 
 
 class ConstantView(APIView):

@@ -1,0 +1,234 @@
+"""The fast path of GET /api/user (usergroups.fastpath) answers exactly as DRF's dispatch.
+
+Each request below is sent twice, once with the fast path and once with
+``UserGroupView.fast_get = False`` (DRF all the way), each time in a transaction rolled
+back after it, so both see the same database. Status, headers, body, the number of
+queries and the log lines must be the same; for a creation, the new group's token and
+team_id (random, or from a sequence) are compared by shape only.
+"""
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import OperationalError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.support.api import API_URL, client_for, send
+from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
+from usergroups import crypto
+from usergroups.services import groups
+from usergroups.views import UserGroupView
+
+pytestmark = pytest.mark.usefixtures("recently_used_key")
+
+ACME = {"user_group_id": "acme"}
+
+
+@pytest.fixture
+def acme(workspace):
+    group = UserGroupFactory(workspace=workspace, provided_id="acme", properties={"a": 1})
+    SchemaMappingFactory(group=group, schema_id="sales", data_source_id="ds-1")
+    UserGroupFactory(workspace=workspace, provided_id="acme-child", parent=group)
+    return group
+
+
+def run(
+    client: Any, body: Any, fast: bool, caplog: pytest.LogCaptureFixture, **extra: Any
+) -> dict[str, Any]:
+    """One request, in a transaction rolled back after it: what the client saw."""
+    caplog.clear()
+    UserGroupView.fast_get = fast
+    try:
+        with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+            response = send(client, "GET", body, **extra)
+            transaction.set_rollback(True)
+    finally:
+        UserGroupView.fast_get = True
+    answer = json.loads(response.content) if response.content else None
+    if answer and answer.get("new_user_group"):
+        group = answer["user_group"]
+        assert crypto.looks_like_group_token(group["token"]), group
+        assert type(group["team_id"]) is int
+        group["token"] = group["team_id"] = "<new>"
+    return {
+        "status": response.status_code,
+        "headers": dict(response.headers),
+        "content": response.content if answer is None or "<new>" not in str(answer) else answer,
+        "queries": len(queries),
+        "logs": [(r.name, r.levelno, r.getMessage()) for r in caplog.records],
+    }
+
+
+def assert_same(client: Any, body: Any, caplog: pytest.LogCaptureFixture, **extra: Any) -> int:
+    caplog.set_level(logging.DEBUG, logger="usergroups")
+    fast = run(client, body, True, caplog, **extra)
+    drf = run(client, body, False, caplog, **extra)
+    assert fast == drf
+    return int(fast["status"])
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (ACME, 200),
+        (
+            {**ACME, "name": "x", "mapping": {"a": "b"}, "properties": {"p": [1, None]}},
+            200,
+        ),
+        ({"user_group_id": "acme-child"}, 200),
+        ({"user_group_id": "new", "mapping": {"s": 7}, "properties": {"t": "\u2028é"}}, 200),
+        ({"user_group_id": "new", "name": None, "parent_user_group_id": "acme"}, 200),
+        ({"user_group_id": "new", "parent_user_group_id": "missing"}, 400),
+        ({"user_group_id": ""}, 400),
+        ({"user_group_id": "a", "mapping": {"a": ""}}, 400),
+        ({"user_group_id": 12}, 400),
+        ({"user_group_id": "a", "unknown": 1}, 200),
+        ({}, 400),
+        ([ACME], 400),
+        (b"not json", 400),
+        (b'{"user_group_id": NaN}', 400),
+        (b'{"user_group_id": "a"', 400),
+        (b"\xff\xfe", 400),
+        (b"null", 400),
+    ],
+    ids=lambda v: repr(v)[:40],
+)
+def test_bodies(api_client, acme, caplog, body, status):
+    assert assert_same(api_client, body, caplog) == status
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        (None, 401),
+        ("Bearer abc", 401),
+        ("Token", 401),
+        ("Token ugk_malformed", 401),
+        (f"Token {crypto.new_api_key()}", 401),
+        ("token {key}", 200),
+        ("Token {key} extra", 401),
+    ],
+    ids=["none", "other-scheme", "no-key", "malformed", "unknown", "lowercase", "three-parts"],
+)
+def test_authorization_headers(acme, api_key, caplog, header, status):
+    client = client_for("")
+    client.credentials(**({"HTTP_AUTHORIZATION": header.format(key=api_key.key)} if header else {}))
+    assert assert_same(client, ACME, caplog) == status
+
+
+@pytest.mark.parametrize(
+    ("change", "body", "status"),
+    [
+        ({"revoked_at": timezone.now()}, ACME, 401),
+        ({"expires_at": timezone.now() - timedelta(seconds=1)}, ACME, 401),
+        ({"scope_read": False}, ACME, 403),
+        ({"scope_write": False}, {"user_group_id": "new"}, 403),
+        ({"scope_write": False}, ACME, 200),
+        ({"last_used_at": None}, ACME, 200),  # the key's use is recorded: one write more
+    ],
+    ids=["revoked", "expired", "no-read", "no-write-create", "no-write-read", "unused"],
+)
+def test_keys(workspace, acme, caplog, change, body, status):
+    key = APIKeyFactory(workspace=workspace, **change)
+    assert assert_same(client_for(key.key), body, caplog) == status
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"content_type": "text/plain"},
+        {"content_type": "application/json; charset=utf-8"},
+        {"content_type": "APPLICATION/JSON"},
+        {"HTTP_ACCEPT": "application/xml"},
+        {"HTTP_ACCEPT": "application/json; indent=4"},
+        {"QUERY_STRING": "user_group_id=other"},
+        {"HTTP_TRANSFER_ENCODING": "chunked"},
+    ],
+    ids=repr,
+)
+def test_request_shapes(api_client, acme, caplog, extra):
+    assert_same(api_client, ACME, caplog, **extra)
+
+
+def test_an_empty_body_reads_the_query_string(api_client, acme, caplog):
+    assert assert_same(api_client, b"", caplog, QUERY_STRING="user_group_id=acme") == 200
+
+
+def test_a_body_over_the_limit(api_client, acme, caplog, settings):
+    settings.USERGROUPS = {"MAX_BODY_BYTES": 20}
+    assert assert_same(api_client, {**ACME, "name": "x" * 30}, caplog) == 413
+
+
+def test_throttling_on(api_client, acme, caplog, settings):
+    settings.USERGROUPS = {"THROTTLE_RATE": "1000/minute"}
+    assert assert_same(api_client, ACME, caplog) == 200
+
+
+def test_a_token_no_secret_opens(api_client, acme, caplog, settings):
+    settings.SECRET_KEY = "another-secret-key-that-opens-nothing-0123456789abcdef"
+    settings.SECRET_KEY_FALLBACKS = []
+    assert assert_same(api_client, ACME, caplog) == 503
+
+
+def failing(error: Exception) -> Callable[..., Any]:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    return fail
+
+
+def test_a_database_failure_during_the_lookup(api_client, acme, caplog, monkeypatch):
+    monkeypatch.setattr(groups, "find_group", failing(OperationalError("gone")))
+    assert assert_same(api_client, ACME, caplog) == 503
+
+
+def test_a_database_failure_during_authentication(api_client, acme, caplog, monkeypatch):
+    from usergroups.services import keys
+
+    monkeypatch.setattr(keys.sql.API_KEY_BY_DIGEST, "fetch", failing(OperationalError("gone")))
+    assert assert_same(api_client, ACME, caplog) == 503
+
+
+def test_a_bug_is_a_server_error_both_ways(api_client, acme, monkeypatch):
+    monkeypatch.setattr(groups, "find_group", failing(ZeroDivisionError()))
+    for fast in (True, False):
+        UserGroupView.fast_get = fast
+        try:
+            with pytest.raises(ZeroDivisionError):
+                send(api_client, "GET", ACME)
+        finally:
+            UserGroupView.fast_get = True
+
+
+def test_the_fast_path_is_taken(api_client, acme, monkeypatch):
+    """The comparisons above would pass if the fast path never ran: it does."""
+    from rest_framework.views import APIView
+
+    monkeypatch.setattr(APIView, "dispatch", failing(AssertionError("DRF's dispatch ran")))
+    response = send(api_client, "GET", ACME)
+    assert response.status_code == 200
+    assert response.json()["user_group"]["provided_id"] == "acme"
+
+
+def test_subclasses_go_drfs_way(api_client, acme, monkeypatch):
+    from django.urls import path
+
+    class Subclass(UserGroupView):
+        pass
+
+    urlpatterns = [path("api/user", Subclass.as_view())]
+    module = type("urls", (), {"urlpatterns": urlpatterns})
+    from django.test import override_settings
+
+    calls = []
+    original = UserGroupView.hand_over
+    monkeypatch.setattr(UserGroupView, "hand_over", lambda *a: calls.append(a) or original(*a))
+    with override_settings(ROOT_URLCONF=module):
+        response = send(api_client, "GET", ACME, path=API_URL)
+    assert response.status_code == 200
+    assert calls == []  # not even begun: DRF from the start

@@ -1,0 +1,116 @@
+"""The get of ``/api/user`` with a plain JSON body, answered without DRF's dispatch.
+
+Every dashboard render sends this request, so it is the path the benchmark holds to a
+bare Django view. DRF's dispatch builds a request wrapper, parser, negotiator and
+renderer objects and a template response for it; here the same steps run directly:
+the API key's authentication class, strict JSON, the serializer's own short way of
+validating, the get-or-create service, DRF's JSON renderer. Nothing is cached: the key
+and the group are read from the database on every request, as on the DRF path.
+
+Anything else goes DRF's way, so every error keeps DRF's exact envelope and headers:
+:func:`answer` returns None before it has read anything (another method, another body
+type, throttling on, a subclass of the view), and hands over to DRF's dispatch with
+what it learnt (:class:`Handover`) once it has: the outcome of the authentication (so
+the key is looked up once), and, after the service ran, its exception. DRF then answers
+exactly as if it had run every step itself. tests/test_hot_path.py compares the two
+paths' answers byte for byte.
+"""
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.views.decorators.debug import sensitive_variables
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+
+from .conf import usergroups_settings
+from .parsers import loads_strict, max_body_depth
+from .serializers import valid_get_or_create
+
+if TYPE_CHECKING:
+    from .views import UserGroupView
+
+JSON = "application/json"
+_renderer = JSONRenderer()
+
+
+class SettledAuthentication(BaseAuthentication):
+    """An authentication the fast path already ran: gives its outcome (the user and key,
+    or the exception) to DRF, without a second lookup or log line."""
+
+    def __init__(self, authenticator: BaseAuthentication, outcome: Any) -> None:
+        self.authenticator, self.outcome = authenticator, outcome
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+    def authenticate_header(self, request: Request) -> str | None:
+        return self.authenticator.authenticate_header(request)
+
+
+@dataclass
+class Handover:
+    """What the fast path settled before handing a request over to DRF's dispatch."""
+
+    authenticators: list[BaseAuthentication] = field(default_factory=list)
+    error: Exception | None = None  # raised by the view's handler, for DRF to answer
+
+
+def _plain_json_length(request: HttpRequest) -> int:
+    """The length of a body the fast path may read (sized, declared exactly as JSON,
+    within both limits), or 0."""
+    meta = request.META
+    if meta.get("CONTENT_TYPE") != JSON or "HTTP_TRANSFER_ENCODING" in meta:
+        return 0
+    try:
+        length = int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+    django_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if length > usergroups_settings.MAX_BODY_BYTES or (
+        django_limit is not None and length > django_limit
+    ):
+        return 0
+    return length
+
+
+@sensitive_variables("outcome", "data", "content")
+def answer(view: "UserGroupView", request: HttpRequest) -> HttpResponseBase | None:
+    """The answer to a plain get-or-create, or None when DRF must answer from the start.
+    Called by the view's dispatch for GET only."""
+    if (
+        type(view).fast_get is not True
+        or "HTTP_AUTHORIZATION" not in request.META
+        or usergroups_settings.THROTTLE_RATE
+        or not _plain_json_length(request)
+    ):
+        return None
+    authenticator = view.get_authenticators()[0]
+    try:
+        outcome: Any = authenticator.authenticate(request)  # type: ignore[arg-type]
+    except Exception as exc:  # an authentication failure, or the database's
+        outcome = exc
+    handover = Handover([SettledAuthentication(authenticator, outcome)])
+    if isinstance(outcome, BaseException) or outcome is None:
+        return view.hand_over(request, handover)
+    request.user, api_key = outcome
+    try:
+        data = valid_get_or_create(loads_strict(request.body, max_body_depth()))
+    except ValueError:
+        data = None
+    if not data:  # not JSON, not valid, or empty: DRF reads it again for its answer
+        return view.hand_over(request, handover)
+    try:
+        content = _renderer.render(view.get_or_create_answer(api_key, data), JSON)
+    except Exception as exc:
+        handover.error = exc
+        return view.hand_over(request, handover)
+    response = HttpResponse(content, content_type=JSON)
+    for name, value in view.default_response_headers.items():  # as DRF's finalize_response
+        response[name] = value
+    return response
