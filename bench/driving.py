@@ -19,7 +19,7 @@ from typing import Any
 from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
-from bench.scenarios import IMPL_LABELS, PATHS, SCENARIOS, Results, Scenario
+from bench.scenarios import IMPL_LABELS, PATHS, VARIANTS, Results, Scenario, scenarios_for
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
 
@@ -29,15 +29,15 @@ LUA = BENCH / "lua"
 class Server:
     """``bench.site`` on one data set, and the credentials its seeding made."""
 
-    def __init__(self, backend: str, dataset: str, info: dict[str, Any]) -> None:
-        self.backend, self.dataset, self.info = backend, dataset, info
-        self.log_path = OUT / f"gunicorn-{backend}-{dataset}.log"
+    def __init__(self, backend: str, dataset: str, info: dict[str, Any], variant: str = "") -> None:
+        self.backend, self.dataset, self.info, self.variant = backend, dataset, info, variant
+        self.log_path = OUT / f"gunicorn-{backend}-{dataset}{variant and '-' + variant}.log"
         self.gunicorn: Gunicorn | None = None
 
     def start(self, workers: int, *extra: str) -> None:
         self.log_path.unlink(missing_ok=True)  # this server's output only
         self.gunicorn = Gunicorn(
-            server_env(self.backend, self.dataset),
+            {**server_env(self.backend, self.dataset), **VARIANTS[self.variant]},
             self.log_path,
             workers,
             "--log-level",
@@ -160,24 +160,28 @@ def measure_backend(
     results: Results,
     body: str,
 ) -> None:
-    servers = {ds: Server(backend, ds, infos[ds]) for ds in ("1k", "1m", "scratch")}
+    scenarios = scenarios_for(backend)
+    servers = {
+        (ds, variant): Server(backend, ds, infos[ds], variant)
+        for ds, variant in dict.fromkeys(s.server for s in scenarios)
+    }
     try:
         for server in servers.values():
             server.start(args.workers)
         log(f"{backend}: servers up; warming up")
-        for scenario in SCENARIOS:
-            run_scenario(scenario, servers[scenario.dataset], args, body, duration=1)
+        for scenario in scenarios:
+            run_scenario(scenario, servers[scenario.server], args, body, duration=1)
         if args.profile:
-            get = next(s for s in SCENARIOS if s.key == "get" and s.impl == "usergroups")
+            get = next(s for s in scenarios if s.key == "get" and s.impl == "usergroups")
             profile(
                 backend,
-                servers["1k"].worker_pids()[0],
-                lambda: run_scenario(get, servers["1k"], args, body, duration=7),
+                servers[get.server].worker_pids()[0],
+                lambda: run_scenario(get, servers[get.server], args, body, duration=7),
             )
         for round_no in range(args.rounds):
-            order = SCENARIOS if round_no % 2 == 0 else list(reversed(SCENARIOS))
+            order = scenarios if round_no % 2 == 0 else list(reversed(scenarios))
             for scenario in order:
-                result = run_scenario(scenario, servers[scenario.dataset], args, body)
+                result = run_scenario(scenario, servers[scenario.server], args, body)
                 results.add(backend, scenario, result)
                 if result["errors"]:
                     results.notes.append(

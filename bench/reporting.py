@@ -127,6 +127,25 @@ def targets(
     return out
 
 
+def pool_comparison(results: Results, backends: list[str]) -> list[str]:
+    """Django's psycopg pool against persistent connections, per implementation: the
+    same get, the same round, two servers that differ in that setting only."""
+    lines = []
+    for b in backends:
+        for impl in ("usergroups", "baseline1"):
+            pooled = results.median(b, "get_pool", impl, "rps")
+            persistent = results.median(b, "get", impl, "rps")
+            if not (pooled and persistent):
+                continue
+            p50s = [results.median(b, key, impl, "p50_us") or 0 for key in ("get_pool", "get")]
+            lines.append(
+                f"{b}, {IMPL_LABELS[impl]}: psycopg pool {pooled:,.0f} req/s (p50 "
+                f"{p50s[0] / 1000:.2f} ms), persistent connections {persistent:,.0f} req/s "
+                f"(p50 {p50s[1] / 1000:.2f} ms): the pool at {pooled / persistent:.2f}x"
+            )
+    return lines
+
+
 def _throughput(name: str, rps: float, reference: float, floor: float) -> tuple[str, str, bool]:
     """A target of requests/s: at least ``floor`` times the ``reference``'s."""
     return name, f"{rps / reference:.2f}x", rps >= floor * reference
@@ -186,6 +205,9 @@ def write_results(
         "",
     ]
     lines += [f"- {'met' if ok else 'MISSED'}: {name}: {value}" for name, value, ok in checks]
+    if pooling := pool_comparison(results, backends):
+        lines += ["", "Connections, get at 1k groups (same rounds):", ""]
+        lines += [f"- {line}" for line in pooling]
     if results.rss:
         lines += ["", f"Memory ({results.rss['backend']}, get, RSS of each gunicorn worker):", ""]
         for w in results.rss["workers"]:
@@ -214,4 +236,5 @@ def write_results(
         + "\n".join(
             f"{'met   ' if ok else 'MISSED'}  {name}: {value}" for name, value, ok in checks
         )
+        + "".join(f"\n{line}" for line in pool_comparison(results, backends))
     )

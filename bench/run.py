@@ -20,6 +20,7 @@ the rounds. A memory mode then counts the RSS of each worker after 1,000 and aft
 bench/results.png.
 
     python -m bench.run [--rounds 3] [--duration 5] [--backends sqlite,postgres] ...
+    python -m bench.run --smoke    # every step, briefly: does it run end to end?
 
 This module is the command: its options and the order of the steps. The steps, one job
 a module: bench/datasets.py (migrate and seed through bench/seed.py), bench/driving.py
@@ -44,7 +45,7 @@ from bench import BENCH, OUT, log
 from bench.charting import chart
 from bench.datasets import pg_available, prepare, server_env
 from bench.driving import get_body, measure_backend, measure_rss
-from bench.reporting import format_table, table_rows, write_results
+from bench.reporting import format_table, pool_comparison, table_rows, targets, write_results
 from bench.scenarios import Results
 from tests.support.deployment import run_python
 
@@ -84,7 +85,16 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep seeded data sets")
     parser.add_argument("--profile", action="store_true", help="py-spy the get path too")
     parser.add_argument("--no-write", action="store_true", help="leave RESULTS.md alone")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a check that every step runs (1 round of 1 s runs, 2,000 groups for 1M, "
+        "2,000 requests per worker in the memory mode); writes nothing",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds, args.duration, args.short_duration = 1, 1, 1
+        args.big_rows, args.rss_requests, args.no_write = 2000, 2000, True
     args.raw = shlex.join(sys.argv[1:])
     started = time.monotonic()
     load_start = load1()
@@ -121,6 +131,9 @@ def main() -> None:
     loads = (load_start, load_rounds, load1())
     if args.no_write:
         print(format_table(table_rows(results, backends)))
+        for name, value, ok in targets(results, backends, args.connections):
+            print(f"{'met   ' if ok else 'MISSED'}  {name}: {value}")
+        print("\n".join(pool_comparison(results, backends)))
         return
     chart(results, backends, BENCH / "results.png")
     (OUT / "results.json").write_text(

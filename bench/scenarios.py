@@ -31,6 +31,22 @@ class Scenario:
     connections: int | None = None  # None: --connections
     short: bool = False  # 1-connection runs use --short-duration
     deep: bool = False  # get: the group at depth 5 (bench.workload.DEEP_BODY), not the root
+    variant: str = ""  # a server of the same data set with the settings of VARIANTS
+    backends: tuple[str, ...] = ("sqlite", "postgres")
+
+    @property
+    def server(self) -> tuple[str, str]:
+        """Which server answers: (data set, variant)."""
+        return self.dataset, self.variant
+
+
+# Servers with other settings than example_project's defaults, and why they are measured.
+VARIANTS = {
+    "": {},
+    # Django's psycopg pool (DATABASES OPTIONS "pool", CONN_MAX_AGE 0) against the
+    # default persistent connections (CONN_MAX_AGE 60, CONN_HEALTH_CHECKS).
+    "pool": {"DATABASE_POOL": "true"},
+}
 
 
 SCENARIOS = [
@@ -39,6 +55,24 @@ SCENARIOS = [
     Scenario("get", "get, 1k groups", "1k", "usergroups", "get"),
     Scenario("get", "get, 1k groups", "1k", "baseline2", "get"),
     Scenario("get_deep", "get at depth 5, 1k groups", "1k", "usergroups", "get", deep=True),
+    Scenario(
+        "get_pool",
+        "get, 1k groups, psycopg pool",
+        "1k",
+        "usergroups",
+        "get",
+        variant="pool",
+        backends=("postgres",),
+    ),
+    Scenario(
+        "get_pool",
+        "get, 1k groups, psycopg pool",
+        "1k",
+        "baseline1",
+        "get",
+        variant="pool",
+        backends=("postgres",),
+    ),
     Scenario("get_1m", "get, 1M groups", "1m", "usergroups", "get"),
     Scenario("create", "create", "scratch", "usergroups", "create"),
     Scenario("create", "create", "scratch", "baseline2", "create"),
@@ -46,7 +80,11 @@ SCENARIOS = [
     Scenario("rotate", "rotation chain, 1 connection", "scratch", "usergroups", "rotate", 1, True),
     Scenario("rotate", "rotation chain, 1 connection", "scratch", "baseline2", "rotate", 1, True),
 ]
-SCENARIO_ORDER = ["get", "get_deep", "get_1m", "create", "get_1c", "rotate"]
+SCENARIO_ORDER = ["get", "get_pool", "get_deep", "get_1m", "create", "get_1c", "rotate"]
+
+
+def scenarios_for(backend: str) -> list[Scenario]:
+    return [s for s in SCENARIOS if backend in s.backends]
 
 
 def first_scenario(key: str) -> Scenario:

@@ -95,6 +95,11 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
 elif _db["ENGINE"] == "django.db.backends.mysql":
     _db.setdefault("OPTIONS", {}).update({"charset": "utf8mb4"})
     _db.setdefault("TEST", {}).update({"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"})
+if _db["ENGINE"] == "django.db.backends.postgresql" and env.bool("DATABASE_POOL", default=False):
+    # Django's psycopg pool instead of persistent connections (which stay the default:
+    # with sync workers they answered faster in bench/RESULTS.md). Pooling excludes them.
+    _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": 4}
+    _db["CONN_MAX_AGE"] = 0
 _db.setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
 _db.setdefault("CONN_HEALTH_CHECKS", True)
 
