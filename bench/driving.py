@@ -20,6 +20,7 @@ from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
 from bench.scenarios import IMPL_LABELS, PATHS, VARIANTS, Results, Scenario, scenarios_for
+from bench.workload import TARGET_ID
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
 
@@ -67,6 +68,16 @@ class Server:
         (baseline (1) takes it too)."""
         return str(self.info["api_key"] if impl == "usergroups" else self.info["drf_token"])
 
+    def embed_token(self) -> str:
+        """A new embed token for the target group (valid for the default 15 minutes)."""
+        body = {"user_group_id": TARGET_ID}
+        status, answer = call_api(
+            self.base_url, self.key("usergroups"), "POST", body, path="/api/user/embed-token"
+        )
+        if status != 200:
+            raise RuntimeError(f"minting answered {status}: {answer}")
+        return str(answer["embed_token"])
+
     def get_or_create(self, impl: str, body: dict[str, Any]) -> dict[str, Any]:
         """``impl``'s answer to a get-or-create of ``body``; raises unless it is a 200."""
         status, answer = call_api(self.base_url, self.key(impl), "GET", body, path=PATHS[impl])
@@ -101,9 +112,10 @@ def wrk(
     connections: int,
     threads: int,
     duration: float,
+    path: str = "",
     **env_extra: str,
 ) -> dict[str, Any]:
-    env = dict(os.environ, BENCH_AUTH=f"Token {server.key(impl)}", **env_extra)
+    env = {**os.environ, "BENCH_AUTH": f"Token {server.key(impl)}", **env_extra}
     cmd = [
         "wrk",
         f"-t{min(threads, connections)}",
@@ -113,7 +125,7 @@ def wrk(
         "10s",
         "-s",
         str(LUA / f"{script}.lua"),
-        server.base_url + PATHS[impl],
+        server.base_url + (path or PATHS[impl]),
     ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60)
     for line in done.stdout.splitlines():
@@ -150,7 +162,20 @@ def run_scenario(
         # A fresh group per run; the chain starts from its token.
         start = server.get_or_create(scenario.impl, {"user_group_id": f"chain-{uuid.uuid4().hex}"})
         extra["BENCH_TOKEN"] = start["user_group"]["token"]
-    return wrk(server, scenario.impl, scenario.script, connections, args.threads, duration, **extra)
+    elif scenario.key == "embed_mint":
+        extra["BENCH_BODY"] = json.dumps({"user_group_id": TARGET_ID})
+    elif scenario.key == "embed_verify":
+        extra["BENCH_AUTH"] = f"Embed {server.embed_token()}"
+    return wrk(
+        server,
+        scenario.impl,
+        scenario.script,
+        connections,
+        args.threads,
+        duration,
+        scenario.path,
+        **extra,
+    )
 
 
 def measure_backend(

@@ -121,12 +121,15 @@ def main() -> None:
     # Before the WSGI handler is made: it binds its middleware chain once, at load.
     app, cases = setup(before_handler=timers.install)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    names = ["baseline0", "baseline1", "usergroups"]
+    names = (
+        sys.argv[2].split(",") if len(sys.argv) > 2 else ["baseline0", "baseline1", "usergroups"]
+    )
 
     def call(case: str) -> None:
-        path, auth, body = cases[case]
+        path, auth, body, *method = cases[case]
         status: list[str] = []
-        out = app(environ(path, auth, body), lambda s, h, exc_info=None: status.append(s))
+        request = environ(path, auth, body, *method)
+        out = app(request, lambda s, h, exc_info=None: status.append(s))
         b"".join(out)
         out.close()
         assert status[0].startswith("200"), (case, status)

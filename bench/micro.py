@@ -61,6 +61,7 @@ def setup(before_handler=lambda: None) -> tuple:
     APIKey.objects.filter(name="micro").update(last_used_at=django.utils.timezone.now())
     drf = Token.objects.get().key
     body = json.dumps(GET_BODY).encode()
+    mint_body = json.dumps({"user_group_id": GET_BODY["user_group_id"]}).encode()
     cases = {
         "baseline0": ("/bench/bare", f"Token {drf}", body),
         "baseline1": ("/bench/constant", f"Token {drf}", body),
@@ -68,7 +69,14 @@ def setup(before_handler=lambda: None) -> tuple:
         # The same at depth 5: one more query, for all four ancestors.
         "usergroups-depth5": ("/api/user", f"Token {key}", json.dumps(DEEP_BODY).encode()),
         "baseline2": ("/bench/obvious", f"Token {drf}", body),
+        "embed-mint": ("/api/user/embed-token", f"Token {key}", mint_body, "POST"),
     }
+    minted = app(
+        environ("/api/user/embed-token", f"Token {key}", mint_body, "POST"),
+        lambda s, h, exc_info=None: None,
+    )
+    embed_token = json.loads(b"".join(minted))["embed_token"]
+    cases["embed-verify"] = ("/bench/embed", f"Embed {embed_token}", b"")
     return app, cases
 
 
@@ -105,8 +113,8 @@ def main() -> None:
                 data = json.dumps({"current_token": tokens[impl]}).encode()
                 method = "POST"
         else:
-            path, auth, data = cases[case]
-            method = "GET"
+            path, auth, data, *rest = cases[case]
+            method = rest[0] if rest else "GET"
         status = []
         out = app(environ(path, auth, data, method), lambda s, h, exc_info=None: status.append(s))
         content = b"".join(out)

@@ -95,6 +95,14 @@ def targets(
         create = m("create", "usergroups")
         if base1 and create:
             out.append(_throughput(f"{b}: create >= 0.5x baseline (1)", create, base1, 0.5))
+        verify, mint = m("embed_verify", "usergroups"), m("embed_mint", "usergroups")
+        if base1 and verify:
+            name = f"{b}: embed token verification >= 1.5x baseline (1)"
+            out.append(_throughput(name, verify, base1, 1.5))
+        if base1 and mint:
+            out.append(
+                _throughput(f"{b}: embed token minting >= 1.0x baseline (1)", mint, base1, 1)
+            )
         p50, p99 = m("get", "usergroups", "p50_us"), m("get", "usergroups", "p99_us")
         if p50 and p99:
             out.append(_latency(f"{b}: get p99 <= 3x its p50", p99, p50, 3, "p99", "p50"))

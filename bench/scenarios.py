@@ -32,6 +32,7 @@ class Scenario:
     short: bool = False  # 1-connection runs use --short-duration
     deep: bool = False  # get: the group at depth 5 (bench.workload.DEEP_BODY), not the root
     variant: str = ""  # a server of the same data set with the settings of VARIANTS
+    path: str = ""  # another path than the implementation's (PATHS)
     backends: tuple[str, ...] = ("sqlite", "postgres")
 
     @property
@@ -73,6 +74,24 @@ SCENARIOS = [
         variant="pool",
         backends=("postgres",),
     ),
+    # Embed tokens: a host's DRF view behind EmbedTokenAuthentication answering the
+    # token's variables (bench/site/views.py), and minting, both for the target group.
+    Scenario(
+        "embed_verify",
+        "embed token verification",
+        "1k",
+        "usergroups",
+        "plain_get",
+        path="/bench/embed",
+    ),
+    Scenario(
+        "embed_mint",
+        "embed token minting",
+        "1k",
+        "usergroups",
+        "post",
+        path="/api/user/embed-token",
+    ),
     Scenario("get_1m", "get, 1M groups", "1m", "usergroups", "get"),
     Scenario("create", "create", "scratch", "usergroups", "create"),
     Scenario("create", "create", "scratch", "baseline2", "create"),
@@ -80,7 +99,17 @@ SCENARIOS = [
     Scenario("rotate", "rotation chain, 1 connection", "scratch", "usergroups", "rotate", 1, True),
     Scenario("rotate", "rotation chain, 1 connection", "scratch", "baseline2", "rotate", 1, True),
 ]
-SCENARIO_ORDER = ["get", "get_pool", "get_deep", "get_1m", "create", "get_1c", "rotate"]
+SCENARIO_ORDER = [
+    "get",
+    "get_pool",
+    "embed_verify",
+    "embed_mint",
+    "get_deep",
+    "get_1m",
+    "create",
+    "get_1c",
+    "rotate",
+]
 
 
 def scenarios_for(backend: str) -> list[Scenario]:

@@ -122,13 +122,14 @@ def fill(connection, group_model, mapping_model, owner_id: int, count: int, kind
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COALESCE(MAX({pk}), 0) FROM {groups}")
         base = cursor.fetchone()[0] + 1
-        extra_cols = ", token_sealed" if kind == "ours" else ""
+        extra_cols = ", token_sealed, embed_generation" if kind == "ours" else ""
 
         def group_rows():
             for i, digest in enumerate(digests):
                 row = [base + i, owner_id, f"filler-{i:07d}", f"Filler {i}", props, digest]
                 if kind == "ours":
                     row.append(digest[::-1][:43])  # a 43-character stand-in sealed value
+                    row.append(0)  # embed_generation: no embed token revoked yet
                 yield (*row, now, now)
 
         columns = f"{pk}, {owner}, provided_id, name, properties, {secret}{extra_cols}, created_at, updated_at"
