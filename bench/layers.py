@@ -1,6 +1,6 @@
 """Where the time of one request goes, layer by layer, in process.
 
-``python -m bench.layers [N]`` (Django settings and database from the environment, as
+``python -m bench.layers [N [CASE,CASE...]] [--wall]`` (Django settings and database from the environment, as
 ``bench.micro``: a seeded ``1k`` data set) calls the WSGI application directly for
 baseline (0), baseline (1) and the get of ``/api/user``, with timers around the
 functions that begin each layer. A sampling profiler spreads a request over thousands
@@ -9,7 +9,9 @@ baseline (0) and the get path) with a few dozen timers, whose own cost (about 0.
 each) is small against the layers'. Each layer's time excludes the layers timed inside
 it; the database layer is the driver's ``execute`` and ``fetch`` (a round trip on
 PostgreSQL, the engine's work on SQLite). Cases run interleaved, several times; the
-figures are the medians, in µs of wall time per request.
+figures are the medians, in µs per request of this process's CPU time (steady on a
+busy machine), or of wall time with ``--wall`` (which shows the database's round trips,
+and every other process's load too).
 """
 
 import importlib
@@ -78,12 +80,13 @@ class Timers:
     """Exclusive wall time per layer: a stack of open calls, each charged its time less
     the time of the timed calls inside it."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.process_time) -> None:
+        self.clock = clock
         self.totals: dict[str, float] = defaultdict(float)
         self.stack: list[list[float]] = []  # [start, time of timed children]
 
     def wrap(self, layer: str, func: Callable[..., Any]) -> Callable[..., Any]:
-        totals, stack, clock = self.totals, self.stack, time.perf_counter
+        totals, stack, clock = self.totals, self.stack, self.clock
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             frame = [clock(), 0.0]
@@ -122,13 +125,12 @@ class Timers:
 def main() -> None:
     from bench.micro import environ, setup
 
-    timers = Timers()
+    args = [a for a in sys.argv[1:] if a != "--wall"]
+    timers = Timers(time.perf_counter if "--wall" in sys.argv else time.process_time)
     # Before the WSGI handler is made: it binds its middleware chain once, at load.
     app, cases = setup(before_handler=timers.install)
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    names = (
-        sys.argv[2].split(",") if len(sys.argv) > 2 else ["baseline0", "baseline1", "usergroups"]
-    )
+    n = int(args[0]) if args else 2000
+    names = args[1].split(",") if len(args) > 1 else ["baseline0", "baseline1", "usergroups"]
 
     def call(case: str) -> None:
         path, auth, body, *method = cases[case]
