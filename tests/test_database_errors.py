@@ -186,3 +186,52 @@ def test_only_failures_of_the_database_are_503(error, status):
     answer it), not hidden as a passing outage."""
     response = exception_handler(error, {})
     assert (response and response.status_code) == status
+
+
+# --- the fast path's key lookup as the health check (usergroups.fastpath) ---------------
+
+
+def health_check_due() -> None:
+    """What Django does at the start of a request with ``CONN_HEALTH_CHECKS`` on and a
+    persistent connection (the test client skips it): the next query must check first."""
+    connection.ensure_connection()
+    connection.health_check_enabled = True
+    connection.health_check_done = False
+
+
+def test_the_key_lookup_stands_in_for_the_health_check(api_client, group, monkeypatch):
+    checks = []
+    monkeypatch.setattr(connection, "is_usable", lambda: checks.append(1) or True)
+    health_check_due()
+    response = send(api_client, "GET", {"user_group_id": group.provided_id})
+    assert response.status_code == 200, response.content
+    assert checks == []  # no SELECT 1 before the lookup
+    assert connection.health_check_done
+
+
+@needs_a_server
+def test_a_connection_killed_while_idle_is_replaced(api_client, group):
+    """With health checks on, a connection that died between requests fails nothing:
+    the lookup finds it dead and runs again on a new one."""
+    victim = backend_id()
+    kill(victim)
+    health_check_due()
+    response = send(api_client, "GET", {"user_group_id": group.provided_id})
+    assert response.status_code == 200, response.content
+    assert response.json()["user_group"]["token"] == group.token
+    assert backend_id() != victim
+
+
+def test_a_read_refused_on_a_live_connection_is_not_retried(api_client, group, monkeypatch):
+    from usergroups import sql
+
+    calls = []
+
+    def refuse(params):
+        calls.append(params)
+        raise OperationalError("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(sql.API_KEY_BY_DIGEST, "fetch", refuse)
+    health_check_due()
+    assert_unavailable(send(api_client, "GET", {"user_group_id": group.provided_id}))
+    assert len(calls) == 1
