@@ -138,7 +138,9 @@ def test_revocation_of_an_unknown_group_redirects(admin_client):
 # The bulk action -----------------------------------------------------------------------------
 
 
-def test_bulk_revocation_asks_first_then_revokes_each(admin_client, workspace, received):
+def test_bulk_revocation_asks_first_then_revokes_each(
+    admin_client, workspace, received, django_capture_on_commit_callbacks
+):
     groups = UserGroupFactory.create_batch(3, workspace=workspace)
     untouched = UserGroupFactory(workspace=workspace)
     tokens = {group.pk: embed_token(group) for group in [*groups, untouched]}
@@ -152,7 +154,8 @@ def test_bulk_revocation_asks_first_then_revokes_each(admin_client, workspace, r
     assert all(str(group) in html for group in groups)
     assert all(verifies(group, tokens[group.pk]) for group in [*groups, untouched])
 
-    response = admin_client.post(url, {**selection, "post": "yes"}, follow=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(url, {**selection, "post": "yes"}, follow=True)
     assert "Revoked the embed tokens of 3 user groups." in response.content.decode()
     assert not any(verifies(group, tokens[group.pk]) for group in groups)
     assert verifies(untouched, tokens[untouched.pk])

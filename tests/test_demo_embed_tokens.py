@@ -7,6 +7,7 @@ site's origin and to the ``sales`` dashboard. The dashboard sends it in
 The browser side (refresh without reload, "access revoked") is in tests/e2e/.
 """
 
+import json
 import re
 
 import jwt
@@ -15,6 +16,7 @@ from django.test import Client
 
 from example_project.dashboards.demo import DEMO_GROUPS, seed_demo_groups
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
+from tests.support.embed import clock_moved
 from tests.support.factories import WorkspaceFactory
 from usergroups import services
 from usergroups.models import UserGroup
@@ -208,6 +210,18 @@ def test_the_site_origin_is_let_in_and_another_refused(client, demo):
     assert_refused(fetch(client, token, HTTP_ORIGIN="null"), 403, "origin_not_allowed")
 
 
+def test_a_token_past_its_60_seconds_is_token_expired_without_a_query(
+    client, demo, django_assert_num_queries
+):
+    with clock_moved(-61):
+        token = minted_token(client)
+    with django_assert_num_queries(0):
+        assert_refused(fetch(client, token), 401, "token_expired")
+    with clock_moved(-58):
+        token = minted_token(client)
+    assert fetch(client, token).status_code == 200
+
+
 def test_a_token_for_another_dashboard_is_refused(client, demo):
     minted = services.embed.mint_embed_token(demo.pk, "acme-eu", resource="orders")
     assert_refused(fetch(client, minted.token), 403, "permission_denied")
@@ -260,7 +274,7 @@ def test_a_tampered_token_is_refused_without_a_query(
     head, payload, signature = minted_token(client).split(".")
     if tampered == "payload":
         other = claims(minted_token(client, "globex-us"))
-        payload = jwt.utils.base64url_encode(jwt.utils.json.dumps(other).encode()).decode()
+        payload = jwt.utils.base64url_encode(json.dumps(other).encode()).decode()
     token = {
         "payload": f"{head}.{payload}.{signature}",
         "signature": f"{head}.{payload}.{signature[::-1]}",
@@ -277,9 +291,7 @@ def test_an_embed_token_in_the_query_string_is_ignored(client, demo):
     assert response.json()["error"]["code"] == "not_authenticated"
 
 
-def test_a_good_token_costs_one_query_then_the_dashboard_s(
-    client, demo, django_assert_num_queries
-):
+def test_a_good_token_costs_one_query_then_the_dashboard_s(client, demo, django_assert_num_queries):
     token = minted_token(client)
     with django_assert_num_queries(2):  # verification (revocation included), the sales query
         assert fetch(client, token).status_code == 200

@@ -134,7 +134,10 @@ def test_timestamps_keys_and_prefixes_are_paired_and_throttle_seconds_are_free()
 def test_embed_tokens_are_paired_like_group_tokens():
     values = outputs.Values()
     docs_token, run_token = "eyJhbGci.eyJzdWIi.c2lnbmF0dXJl", "eyJhbGci.eyJzdWIi.b3RoZXI"
-    assert values.compare(f'{{"embed_token":"{docs_token}"}}', f'{{"embed_token":"{run_token}"}}') == []
+    assert (
+        values.compare(f'{{"embed_token":"{docs_token}"}}', f'{{"embed_token":"{run_token}"}}')
+        == []
+    )
     assert values.in_command(f"-H 'Authorization: Embed {docs_token}'") == (
         f"-H 'Authorization: Embed {run_token}'"
     )

@@ -75,9 +75,7 @@ class UserGroupChangeList(ChangeList):
 
 
 @admin.register(UserGroup)
-class UserGroupAdmin(
-    OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixin, GroupAdminBase
-):
+class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixin, GroupAdminBase):
     form = UserGroupAdminForm
     inlines = [SchemaMappingInline]
     change_form_template = "usergroups/admin/usergroup/change_form.html"
