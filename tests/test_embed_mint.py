@@ -188,7 +188,7 @@ def test_every_token_stays_within_4_kib(api_client, group):
     """The largest inputs each field takes still make a token of at most 4 KiB, or a 400."""
     wide = "\U0001f600"  # 4 bytes of UTF-8
     group_id = wide * 255
-    UserGroupFactory.create(workspace=group.workspace, provided_id=group_id)
+    UserGroupFactory.create(workspace=group.workspace, provided_id=group_id, name="wide")
     body = {
         "user_group_id": group_id,
         "resource": wide * 255,

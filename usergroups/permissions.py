@@ -39,7 +39,7 @@ class HasEmbedToken(BasePermission):
     token may be used for the view's ``embed_resource``, when it declares one (the
     authentication checked that already; this holds even if it ran another way)."""
 
-    message = _("The embed token was minted for another resource.")
+    message = _("This needs an embed token for this resource.")
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         grant = request.auth

@@ -15,6 +15,7 @@ from ..serializers import StrictCharField, TokenRequestSerializer
 from ..validators import validate_properties
 from .grant import EmbedGrant
 from .origins import MAX_ORIGIN_LENGTH, normalize_origin
+from .tokens import timestamp_text
 
 MIN_EXPIRES_IN = 30
 #: The largest ``params``, in bytes of compact UTF-8 JSON.
@@ -102,6 +103,6 @@ def active_answer(grant: EmbedGrant) -> dict[str, Any]:
         "user_group": EmbedGroupSerializer(grant.group).data,
         "resource": grant.resource,
         "origin": grant.origin,
-        "expires_at": grant.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "expires_at": timestamp_text(int(grant.expires_at.timestamp())),
         "variables": grant.variables,
     }

@@ -59,7 +59,7 @@ class EmbedTokenView(WorkspaceAPIView):
                 "success": 1,
                 "embed_token": minted.token,
                 "expires_in": minted.expires_in,
-                "expires_at": minted.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "expires_at": tokens.timestamp_text(int(minted.expires_at.timestamp())),
                 "user_group": EmbedGroupSerializer(minted.group).data,
             }
         )
