@@ -58,6 +58,7 @@ def site_origin(request: HttpRequest) -> str:
 
 
 def demo_workspace() -> Workspace:
+    """The workspace whose groups are this site's customers; 404 while the site is off."""
     if not demo_site_enabled():
         raise Http404("The demo customer site is off (DASHBOARDS_DEMO_SITE).")
     workspace = Workspace.objects.filter(slug=demo_workspace_slug()).first()
