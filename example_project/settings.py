@@ -127,6 +127,10 @@ USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
 }
 
+# The demo customer site (/demo/) mints embed tokens that live this long (seconds, 30 at
+# least): short, so that the dashboard's refresh without reloading is seen in a minute.
+DASHBOARDS_EMBED_TOKEN_SECONDS = env.int("DASHBOARDS_EMBED_TOKEN_SECONDS", default=60)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
