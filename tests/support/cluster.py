@@ -23,11 +23,13 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from tests.support import HOST
 from tests.support.deployment import manage, server_env
 from tests.support.gunicorn import Gunicorn, free_port
-from tests.support.haproxy import HAProxy
+from tests.support.haproxy import SERVED_BY, HAProxy
+from tests.support.http import API_PATH, exchange
 from tests.support.netns import GATEWAY, Network
 from tests.support.pgbouncer import PgBouncer
 from tests.support.postgres import ADDRESS, drop_database, recreate_database
@@ -72,6 +74,15 @@ class Cluster:
         assert self.haproxy is not None
         return HOST, self.haproxy.port
 
+    def call(
+        self, method: str, body: dict | None, path: str = API_PATH, authorization: str = ""
+    ) -> tuple[int, Any, str]:
+        """One request through HAProxy: ``(status, decoded answer, host that served it)``."""
+        status, payload, headers = exchange(
+            self.base_url, method, body, authorization or f"Token {self.key}", path=path
+        )
+        return status, payload, headers.get(SERVED_BY, "")
+
     def database_url(self) -> str:
         assert self.pgbouncer is not None
         return f"{self.pgbouncer.url(DATABASE)}?{PGBOUNCER_OPTIONS}"
@@ -94,7 +105,9 @@ class Cluster:
         env = self.host_env(0)
         manage(env, "migrate", "--noinput", timeout=180)
         self.key = manage(env, "create_api_key", "--workspace", WORKSPACE).strip()
-        servers = {name: f"{self.network.address(i)}:{HOST_PORT}" for i, name in enumerate(self.names)}
+        servers = {
+            name: f"{self.network.address(i)}:{HOST_PORT}" for i, name in enumerate(self.names)
+        }
         self.haproxy = HAProxy(self.workdir, free_port(), servers, self.relay, REDIS).start()
         self.hosts = [self._gunicorn(index) for index in range(self.network.count)]
         self.start_hosts()
@@ -140,6 +153,10 @@ class Cluster:
             host.stop()
         self.hosts = [self._gunicorn(i, **overrides) for i in range(len(self.hosts))]
         self.start_hosts()
+
+    def new_key(self) -> str:
+        """Another API key of the workspace (all scopes), made as a deployment would."""
+        return manage(self.host_env(0), "create_api_key", "--workspace", WORKSPACE).strip()
 
     def kill_master(self, index: int) -> None:
         """kill -9 of host ``index``'s gunicorn master; then, as a service manager does

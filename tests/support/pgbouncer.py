@@ -71,8 +71,10 @@ class PgBouncer:
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
 
-    def url(self, database: str) -> str:
-        return f"postgres://{RUN_AS}@{self.address}:{self.port}/{database}"
+    def url(self, database: str, host: str = "") -> str:
+        """The Django ``DATABASE_URL`` of ``database`` through PgBouncer, at ``host`` (one of
+        the listening addresses; the first by default)."""
+        return f"postgres://{RUN_AS}@{host or self.address}:{self.port}/{database}"
 
     def start(self, timeout: float = 15) -> "PgBouncer":
         with open(self.log_path, "ab") as log:
