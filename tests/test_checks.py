@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from django.conf import settings
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
@@ -150,6 +152,8 @@ PROBLEMS = {
     "unknown cache": {"USERGROUPS": {"THROTTLE_RATE": "1/s", "THROTTLE_CACHE": "nope"}},
     "per-process cache": {"USERGROUPS": {"THROTTLE_RATE": "1/s"}},
     "sqlite not ready": {"DATABASES": SQLITE_UNSET},
+    "bad embed signing key": {"USERGROUPS": {"EMBED_SIGNING_KEY": "not a key"}},
+    "bad embed setting": {"USERGROUPS": {"EMBED_TOKEN_AUDIENCE": ""}},
 }
 
 
@@ -243,3 +247,79 @@ def test_e010_named_by_the_url_import_an_old_drf_would_break(installed):
         spec.loader.exec_module(fresh)
     assert 'pip install "djangorestframework>=3.18"' in str(raised.value)
     assert "usergroups.E010" in str(raised.value)
+
+
+# Embed tokens ------------------------------------------------------------------------------
+
+
+def _pem(private_key) -> str:
+    return private_key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: ed25519.Ed25519PrivateKey.generate(), lambda: ec.generate_private_key(ec.SECP256R1())],
+)
+def test_e008_quiet_for_good_signing_keys(make):
+    assert ids(USERGROUPS={"EMBED_SIGNING_KEY": _pem(make())}) == set()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "not a key",
+        42,
+        lambda: _pem(ec.generate_private_key(ec.SECP384R1())),
+        lambda: _pem(rsa.generate_private_key(public_exponent=65537, key_size=2048)),
+        lambda: (
+            ed25519.Ed25519PrivateKey.generate()
+            .public_key()
+            .public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            .decode()
+        ),
+        lambda: (
+            ed25519.Ed25519PrivateKey.generate()
+            .private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.BestAvailableEncryption(b"password"),
+            )
+            .decode()
+        ),
+    ],
+)
+def test_e008_bad_signing_key(value):
+    value = value() if callable(value) else value
+    assert ids(USERGROUPS={"EMBED_SIGNING_KEY": value}) == {"usergroups.E008"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"EMBED_TOKEN_AUDIENCE": ""},
+        {"EMBED_TOKEN_AUDIENCE": ["a", "b"]},
+        {"EMBED_TOKEN_ISSUER": None},
+        {"EMBED_ACCEPT_GROUP_TOKENS": "no"},
+        {"EMBED_TOKEN_SECONDS": 900, "EMBED_TOKEN_MAX_SECONDS": 600},
+    ],
+)
+def test_e009_bad_embed_setting(value):
+    assert ids(USERGROUPS=value) == {"usergroups.E009"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"EMBED_TOKEN_SECONDS": 29},
+        {"EMBED_TOKEN_MAX_SECONDS": "3600"},
+        {"EMBED_TOKEN_SECONDS": 1.5},
+    ],
+)
+def test_e003_bad_embed_lifetime(value):
+    assert ids(USERGROUPS=value) == {"usergroups.E003"}

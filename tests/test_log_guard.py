@@ -5,12 +5,14 @@ its own guard: the session's guard never sees them, so the run stays green.
 """
 
 import logging
+import time
 
 import pytest
 
 from tests.support.leaks import secrets_in
 from tests.support.log_guard import SecretLogGuard
 from usergroups import crypto
+from usergroups.embed import tokens
 
 
 @pytest.fixture
@@ -33,9 +35,34 @@ def test_the_detector_finds_keys_and_tokens():
     assert secrets_in(f"Authorization: Token {key}") == [key]
 
 
+def embed_token():
+    return tokens.sign(
+        team_id=7, user_group_id="acme", generation=0, issued_at=int(time.time()), expires_in=60
+    )
+
+
+def test_the_detector_finds_embed_tokens():
+    token = embed_token()
+    assert secrets_in(f"Authorization: Embed {token}") == [token]
+    assert secrets_in(f'{{"embed_token": "{token}"}}') == [token]
+    head, payload, _signature = token.split(".")
+    assert secrets_in(f"unsigned {head}.{payload} seen") == [f"{head}.{payload}"]
+
+
+def test_an_embed_token_in_a_log_record_fails_the_check(isolated):
+    logger, guard = isolated
+    token = embed_token()
+    logger.info("minted %s", token)
+    assert len(guard.leaks) == 1 and token not in guard.leaks[0]
+    with pytest.raises(pytest.fail.Exception, match="1 of 1 log records"):
+        guard.check()
+
+
 @pytest.mark.parametrize(
     "text",
     [
+        "Minted an embed token for user group team_id=7",
+        '{"alg": "EdDSA"} eyJhbGciOiJFZERTQSJ9',  # a header alone is public
         "Refused revoked API key ugk_AbCdEfGh",  # a key named by its prefix
         "Rotated the token of user group team_id=7",
         "ugt_" + "A" * 42,  # one character short

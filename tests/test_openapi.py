@@ -5,6 +5,13 @@ import yaml
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from usergroups.embed.openapi import EMBED_OPERATIONS
+from usergroups.embed.views import (
+    EmbedTokenIntrospectView,
+    EmbedTokenRevokeView,
+    EmbedTokenView,
+    JWKSView,
+)
 from usergroups.openapi import LIST_OPERATION, OPERATIONS
 from usergroups.views import UserGroupListView, UserGroupView
 
@@ -23,7 +30,14 @@ def operation(schema, method):
 def test_paths_are_written_as_the_docs_write_them(schema):
     """The API answers with and without a trailing slash; the schema names the form the
     docs use, without it."""
-    assert set(schema["paths"]) == {"/api/user", "/api/user/list"}
+    assert set(schema["paths"]) == {
+        "/api/user",
+        "/api/user/list",
+        "/api/user/embed-token",
+        "/api/user/embed-token/introspect",
+        "/api/user/embed-token/revoke",
+        "/api/user/embed-token/jwks",
+    }
 
 
 def test_both_operations_are_described(schema):
@@ -131,6 +145,9 @@ def test_bodies_of_get_and_delete_have_the_shape_drf_spectacular_gives_put(schem
         ("/api/user", "put", ["write"]),
         ("/api/user", "delete", ["write"]),
         ("/api/user/list", "get", ["read"]),
+        ("/api/user/embed-token", "post", ["embed"]),
+        ("/api/user/embed-token/introspect", "post", ["embed"]),
+        ("/api/user/embed-token/revoke", "post", ["embed"]),
     ],
 )
 def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, method, scopes):
@@ -155,3 +172,53 @@ def test_the_documented_scopes_are_the_ones_the_views_check():
         assert OPERATIONS[method]["scopes"] == [scope]
     assert "GET" not in UserGroupView.required_scopes
     assert LIST_OPERATION["scopes"] == [UserGroupListView.required_scopes["GET"]]
+
+
+# Embed tokens (CONTRACT section 6) ---------------------------------------------------------
+
+EMBED_PATHS = {
+    "/api/user/embed-token": (EmbedTokenView, "mint"),
+    "/api/user/embed-token/introspect": (EmbedTokenIntrospectView, "introspect"),
+    "/api/user/embed-token/revoke": (EmbedTokenRevokeView, "revoke"),
+}
+
+
+def test_the_embed_operations_are_described(schema):
+    for path, (view, name) in EMBED_PATHS.items():
+        post = schema["paths"][path]["post"]
+        assert post["operationId"] == EMBED_OPERATIONS[name]["operation_id"]
+        assert post["security"] == [{"TokenAuth": []}]
+        assert set(post["responses"]) >= {"200", "400", "401", "403"}
+        assert view.required_scopes == {"POST": "embed"}
+        body = post["requestBody"]["content"]["application/json"]["schema"]
+        assert body == EMBED_OPERATIONS[name]["request"]
+    assert set(schema["paths"]["/api/user/embed-token"]["post"]["responses"]) >= {"404"}
+    assert set(schema["paths"]["/api/user/embed-token/revoke"]["post"]["responses"]) >= {"404"}
+
+
+def test_the_mint_answer_and_request_are_the_contracts(schema):
+    post = schema["paths"]["/api/user/embed-token"]["post"]
+    answer = post["responses"]["200"]["content"]["application/json"]["schema"]
+    assert set(answer["required"]) == {
+        "success",
+        "embed_token",
+        "expires_in",
+        "expires_at",
+        "user_group",
+    }
+    body = post["requestBody"]["content"]["application/json"]["schema"]
+    assert set(body["properties"]) == {
+        "user_group_id",
+        "resource",
+        "origin",
+        "expires_in",
+        "params",
+    }
+    assert body["properties"]["expires_in"]["minimum"] == 30
+
+
+def test_the_jwk_set_needs_no_key(schema):
+    jwks = schema["paths"]["/api/user/embed-token/jwks"]
+    assert set(jwks) == {"get"}
+    assert jwks["get"]["security"] == [{}] and jwks["get"]["x-scopes"] == []
+    assert JWKSView.authentication_classes == []

@@ -13,3 +13,4 @@ class UserGroupsConfig(AppConfig):
 
         if importlib.util.find_spec("drf_spectacular") is not None:
             from . import openapi  # noqa: F401  (registers the OpenAPI extensions)
+            from .embed import openapi as embed_openapi  # noqa: F401  (the same, embed tokens)

@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .conf import DEFAULTS
 from .crypto import token_secrets
+from .embed.keys import SigningKeyError, given_key
 
 MIN_SECRET_LENGTH = 32
 
@@ -23,6 +24,8 @@ _INTEGER_SETTINGS = {
     "MAX_MAPPING_ENTRIES": 0,
     "MAX_HIERARCHY_DEPTH": 1,
     "KEY_LAST_USED_INTERVAL_SECONDS": 0,
+    "EMBED_TOKEN_SECONDS": 30,
+    "EMBED_TOKEN_MAX_SECONDS": 30,
 }
 # The oldest Django REST framework that works with usergroups on each Django release, the
 # last row at or below the installed Django applying. DRF before 3.18 cannot import its
@@ -195,3 +198,61 @@ def check_sqlite_concurrency(app_configs: Any, **kwargs: Any) -> Sequence[CheckM
                 )
             )
     return warnings
+
+
+@register(Tags.security)
+def check_embed_signing_key(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    """A given signing key must load: else every mint and verification would fail."""
+    options = getattr(settings, "USERGROUPS", {})
+    pem = options.get("EMBED_SIGNING_KEY") if isinstance(options, dict) else None
+    if pem is None:
+        return []
+    problem = None
+    if not isinstance(pem, str | bytes) or not pem:
+        problem = f"a {type(pem).__name__}"
+    else:
+        try:
+            given_key(pem)
+        except SigningKeyError as exc:
+            problem = str(exc)
+    if problem is None:
+        return []
+    return [
+        Error(
+            f'USERGROUPS["EMBED_SIGNING_KEY"] is not a usable signing key: {problem}.',
+            hint="Give a PEM private key (Ed25519, or EC P-256), unencrypted, or None to "
+            "derive one from the token secret.",
+            id="usergroups.E008",
+        )
+    ]
+
+
+@register(Tags.compatibility)
+def check_embed_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    """The embed-token settings the integer check (E003) does not cover."""
+    options = getattr(settings, "USERGROUPS", {})
+    if not isinstance(options, dict):
+        return []  # E007
+    errors = []
+    for name in ("EMBED_TOKEN_AUDIENCE", "EMBED_TOKEN_ISSUER"):
+        value = options.get(name, DEFAULTS[name])
+        if not isinstance(value, str) or not value:
+            errors.append(_embed_error(f"USERGROUPS[{name!r}] must be a non-empty string."))
+    if not isinstance(options.get("EMBED_ACCEPT_GROUP_TOKENS", True), bool):
+        errors.append(
+            _embed_error("USERGROUPS['EMBED_ACCEPT_GROUP_TOKENS'] must be True or False.")
+        )
+    default = options.get("EMBED_TOKEN_SECONDS", DEFAULTS["EMBED_TOKEN_SECONDS"])
+    longest = options.get("EMBED_TOKEN_MAX_SECONDS", DEFAULTS["EMBED_TOKEN_MAX_SECONDS"])
+    if isinstance(default, int) and isinstance(longest, int) and default > longest:
+        errors.append(
+            _embed_error(
+                "USERGROUPS['EMBED_TOKEN_SECONDS'] must not exceed "
+                "USERGROUPS['EMBED_TOKEN_MAX_SECONDS']."
+            )
+        )
+    return errors
+
+
+def _embed_error(message: str) -> Error:
+    return Error(message, hint="See the embed-token settings in the docs.", id="usergroups.E009")

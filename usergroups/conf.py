@@ -31,6 +31,23 @@ DEFAULTS: dict[str, Any] = {
     "TOKEN_SECRET": None,
     # Older token secrets still accepted for unsealing, like SECRET_KEY_FALLBACKS.
     "TOKEN_SECRET_FALLBACKS": None,
+    # Embed tokens (CONTRACT section 6, usergroups.embed).
+    # Lifetime of an embed token when the mint request gives no ``expires_in``, in seconds.
+    "EMBED_TOKEN_SECONDS": 900,
+    # Longest ``expires_in`` a mint request may ask for, in seconds (at least 30).
+    "EMBED_TOKEN_MAX_SECONDS": 86400,
+    # The ``aud`` claim of every embed token, and the only audience verification accepts.
+    "EMBED_TOKEN_AUDIENCE": "usergroups-embed",
+    # The ``iss`` claim, and the only issuer verification accepts. A verifier such as
+    # Cube may check it: set it per deployment (e.g. the site's URL) when several share keys.
+    "EMBED_TOKEN_ISSUER": "usergroups",
+    # PEM private key (Ed25519, or EC P-256 for ES256) that signs embed tokens. None
+    # derives an Ed25519 key from TOKEN_SECRET (else SECRET_KEY), and keeps the keys of
+    # the fallback secrets in the JWK Set so tokens signed before a rotation still verify.
+    "EMBED_SIGNING_KEY": None,
+    # False: GroupTokenAuthentication refuses every group token (401), leaving the embed
+    # side to short-lived embed tokens only.
+    "EMBED_ACCEPT_GROUP_TOKENS": True,
 }
 
 

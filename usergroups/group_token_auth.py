@@ -16,6 +16,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from . import crypto, sql
 from .authentication import AuthorizationHeaderAuthentication
+from .conf import usergroups_settings
 from .records import GroupRecord
 from .services.hierarchy import record_from_rows
 
@@ -40,6 +41,9 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     <token>``; ``request.auth`` is the group's :class:`~usergroups.records.GroupRecord`
     (require it with :class:`usergroups.permissions.HasGroupToken`).
 
+    ``USERGROUPS["EMBED_ACCEPT_GROUP_TOKENS"] = False`` refuses every group token (401),
+    so that only short-lived embed tokens (:mod:`usergroups.embed`) reach the dashboards.
+
     The token is read from the header only: a token in a query string ends up in access
     logs, browser history and Referer headers. Another scheme is left to the next
     authentication class.
@@ -50,6 +54,9 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
 
     @sensitive_variables("credential")
     def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, GroupRecord]:
+        if not usergroups_settings.EMBED_ACCEPT_GROUP_TOKENS:
+            # The host serves its dashboards to embed tokens only: no query, no lookup.
+            raise AuthenticationFailed(_("Group tokens are not accepted here; use an embed token."))
         group = self.lookup(credential)
         if group is None:
             raise AuthenticationFailed(_("Invalid or rotated group token."))

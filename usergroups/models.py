@@ -127,6 +127,11 @@ class UserGroup(models.Model):
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
     token_rotated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Embed tokens carry the generation they were minted at; verification refuses any
+    # other. Revoking them all (rotation, the revoke operation) advances it in one UPDATE:
+    # no list of revoked ids, and every process sees it at its next verification.
+    embed_generation = models.IntegerField(default=0, editable=False)
+    embed_tokens_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]

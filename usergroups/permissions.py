@@ -13,6 +13,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from .embed.grant import EmbedGrant
 from .models import APIKey
 from .records import GroupRecord
 
@@ -30,6 +31,22 @@ class HasGroupToken(BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         return isinstance(request.auth, GroupRecord)
+
+
+class HasEmbedToken(BasePermission):
+    """Lets a request in only when ``EmbedTokenAuthentication`` accepted its embed token
+    (``request.auth`` is then an :class:`~usergroups.embed.grant.EmbedGrant`), and the
+    token may be used for the view's ``embed_resource``, when it declares one (the
+    authentication checked that already; this holds even if it ran another way)."""
+
+    message = _("This needs an embed token for this resource.")
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        grant = request.auth
+        if not isinstance(grant, EmbedGrant):
+            return False
+        resource = getattr(view, "embed_resource", None)
+        return grant.allows_resource(resource if isinstance(resource, str) else None)
 
 
 def scope_message(scope: str) -> str:

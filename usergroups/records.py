@@ -53,6 +53,7 @@ RECORD_FIELDS = (
     "updated_at",
     "token_rotated_at",
     "parent_id",
+    "embed_generation",
 )
 _COUNT = len(RECORD_FIELDS)
 
@@ -70,6 +71,8 @@ class GroupRecord:
     updated_at: datetime
     token_rotated_at: datetime | None
     parent_id: int | None
+    #: What embed tokens of the group must carry to verify (see services.embed).
+    embed_generation: int
     mapping: dict[str, str]
     parent_user_group_id: str | None
     computed_properties: dict[str, Any]

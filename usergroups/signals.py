@@ -40,6 +40,12 @@ api_key_rotated = Signal()
 #: ``group.parent_user_group_id`` names the new parent.
 group_moved = Signal()
 
+#: Every embed token minted for ``group`` before now was revoked (the API's
+#: ``/api/user/embed-token/revoke``, the admin, or host code calling
+#: ``services.embed.revoke_embed_tokens``). Rotating or deleting a group revokes them
+#: too, and says so with ``token_rotated`` / ``group_deleted`` instead.
+embed_tokens_revoked = Signal()
+
 
 def send_on_commit(signal: Signal, sender: type[Model] = UserGroup, **kwargs: Any) -> None:
     """Send ``signal`` from ``sender`` once the current transaction commits."""

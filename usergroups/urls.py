@@ -8,6 +8,12 @@ from .checks import check_rest_framework_version
 if too_old := check_rest_framework_version():
     raise ImproperlyConfigured(f"{too_old[0].msg} {too_old[0].hint} ({too_old[0].id})")
 
+from .embed.views import (  # noqa: E402
+    EmbedTokenIntrospectView,
+    EmbedTokenRevokeView,
+    EmbedTokenView,
+    JWKSView,
+)
 from .views import UserGroupListView, UserGroupView  # noqa: E402
 
 app_name = "usergroups"
@@ -18,4 +24,16 @@ urlpatterns = [
     # "/api/user" as the docs do (a bare "/?" would come out as "/api/user/").
     re_path(r"^api/user(?:/)?$", UserGroupView.as_view(), name="user"),
     re_path(r"^api/user/list(?:/)?$", UserGroupListView.as_view(), name="user-list"),
+    re_path(r"^api/user/embed-token(?:/)?$", EmbedTokenView.as_view(), name="embed-token"),
+    re_path(
+        r"^api/user/embed-token/introspect(?:/)?$",
+        EmbedTokenIntrospectView.as_view(),
+        name="embed-token-introspect",
+    ),
+    re_path(
+        r"^api/user/embed-token/revoke(?:/)?$",
+        EmbedTokenRevokeView.as_view(),
+        name="embed-token-revoke",
+    ),
+    re_path(r"^api/user/embed-token/jwks(?:/)?$", JWKSView.as_view(), name="embed-token-jwks"),
 ]

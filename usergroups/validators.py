@@ -100,8 +100,9 @@ def _strings_in(value: Any) -> Iterator[str]:
             stack.extend(node)
 
 
-def validate_properties(value: Any) -> dict[str, Any]:
-    """A JSON object within the size and depth limits, storable on every database."""
+def validate_properties(value: Any, max_bytes: int | None = None) -> dict[str, Any]:
+    """A JSON object within the size and depth limits, storable on every database;
+    at most ``max_bytes`` of compact JSON (default: ``MAX_PROPERTIES_BYTES``)."""
     if not isinstance(value, dict):
         raise ValidationError(_("Must be a JSON object."), code="invalid")
     max_depth = usergroups_settings.MAX_PROPERTIES_DEPTH
@@ -111,7 +112,8 @@ def validate_properties(value: Any) -> dict[str, Any]:
         )
     for text in _strings_in(value):
         _check_storable(text)
-    max_bytes = usergroups_settings.MAX_PROPERTIES_BYTES
+    if max_bytes is None:
+        max_bytes = usergroups_settings.MAX_PROPERTIES_BYTES
     try:
         # Measured in the form it is stored and read back in (JSONTextField).
         size = len(compact_json(value).encode())

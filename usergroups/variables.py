@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .embed.grant import EmbedGrant
 from .records import GroupRecord
 from .sqlscan import misplaced_placeholder
 
@@ -26,15 +27,22 @@ class VariableError(ValueError):
     """A query names a variable the group lacks, or a value SQL cannot take."""
 
 
-def group_variables(group: GroupRecord) -> dict[str, Any]:
-    """The group's computed properties (its ancestors' from the root down, then its own),
-    as the variables its dashboards and SQL may use."""
-    return dict(group.computed_properties)
+def group_variables(source: GroupRecord | EmbedGrant) -> dict[str, Any]:
+    """The variables a dashboard and its SQL may use: a group's computed properties (its
+    ancestors' from the root down, then its own), with an embed token's locked
+    ``params`` laid over them when ``source`` is a grant (``request.auth`` of either
+    authentication). Anything else raises TypeError: never an empty, unfiltered set."""
+    if isinstance(source, EmbedGrant):
+        return source.variables
+    if isinstance(source, GroupRecord):
+        return dict(source.computed_properties)
+    raise TypeError(f"No variables for a {type(source).__name__}; authenticate the request.")
 
 
-def data_source_for(group: GroupRecord, schema_id: str) -> str | None:
-    """The data source the group reads for ``schema_id``, from its computed mapping (an
-    ancestor's entry, unless the group maps the schema itself)."""
+def data_source_for(source: GroupRecord | EmbedGrant, schema_id: str) -> str | None:
+    """The data source the group (of a grant) reads for ``schema_id``, from its computed
+    mapping (an ancestor's entry, unless the group maps the schema itself)."""
+    group = source.group if isinstance(source, EmbedGrant) else source
     return group.computed_mapping.get(schema_id)
 
 

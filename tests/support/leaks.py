@@ -1,7 +1,8 @@
 """What a leaked secret looks like, for the tests that look for one where none may be
 (database dumps, logs, error reports, a server's output).
 
-A secret is an API key (``ugk_…``) or a group token (``ugt_…``). Besides the secret
+A secret is an API key (``ugk_…``), a group token (``ugt_…``) or an embed token (a
+JWS, ``eyJ….eyJ….…``: :func:`secrets_in` finds them; :func:`fragments` is for the first two). Besides the secret
 itself, a leak may show only its random part, a piece of it, or its raw bytes in hex or
 in standard base64; :func:`fragments` lists all of these so a test can look for each.
 """
@@ -49,10 +50,15 @@ def find_leaks(haystack: str | bytes, secrets: dict[str, str]) -> list[str]:
     return leaks
 
 
-# A whole API key or group token, wherever it stands in a text.
-SECRET_SHAPE = re.compile(r"ug[kt]_[A-Za-z0-9_-]{43}")
+# A whole API key or group token, wherever it stands in a text; or an embed token: a JWS
+# in compact form, three base64url parts of which the first two are JSON objects ("eyJ" is
+# '{"' in base64). A payload and signature alone are a usable token too, if the header is
+# guessed: a header followed by a payload is enough to count.
+SECRET_SHAPE = re.compile(
+    r"ug[kt]_[A-Za-z0-9_-]{43}|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?"
+)
 
 
 def secrets_in(text: str) -> list[str]:
-    """Every API key or group token shaped string in ``text``."""
+    """Every API key, group token or embed token shaped string in ``text``."""
     return SECRET_SHAPE.findall(text)

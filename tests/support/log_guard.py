@@ -1,4 +1,5 @@
-"""A logging handler that keeps every record holding an API key or a group token.
+"""A logging handler that keeps every record holding an API key, a group token or an
+embed token.
 
 tests/conftest.py attaches one to every logger for the whole run; tests/test_log_guard.py
 shows that one can fail.
@@ -38,7 +39,7 @@ class SecretLogGuard(logging.Handler):
     def check(self) -> None:
         if self.leaks:
             pytest.fail(
-                f"{len(self.leaks)} of {self.checked} log records held an API key or a group "
-                "token:\n" + "\n".join(self.leaks[:20]),
+                f"{len(self.leaks)} of {self.checked} log records held an API key, a group "
+                "token or an embed token:\n" + "\n".join(self.leaks[:20]),
                 pytrace=False,
             )

@@ -2,12 +2,13 @@
 
 One module per aggregate: :mod:`.groups` (groups and their mappings: get-or-create,
 rotation, update, delete, list, resealing tokens), :mod:`.hierarchy` (what a child
-inherits, and the rules a parent must keep: used by :mod:`.groups`, writes nothing) and
-:mod:`.keys` (API keys: issue, lookup, use, change, revocation, deletion). The API
+inherits, and the rules a parent must keep: used by :mod:`.groups`, writes nothing),
+:mod:`.keys` (API keys: issue, lookup, use, change, revocation, deletion) and
+:mod:`.embed` (embed tokens: mint, introspect, revoke; writes only a revocation). The API
 views, the admin, the management commands and host code all call them, so signals,
 logging and guarantees are the same from every door.
 """
 
-from . import groups, hierarchy, keys
+from . import embed, groups, hierarchy, keys
 
-__all__ = ["groups", "hierarchy", "keys"]
+__all__ = ["embed", "groups", "hierarchy", "keys"]

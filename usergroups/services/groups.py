@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, router, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -224,6 +224,9 @@ def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
     now = timezone.now()
     grace = usergroups_settings.ROTATION_GRACE_SECONDS
     won = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
+        # Embed tokens minted before go with the old token (CONTRACT section 6).
+        embed_generation=F("embed_generation") + 1,
+        embed_tokens_revoked_at=now,
         token_digest=token_digest,
         token_sealed=token_sealed,
         token_rotated_at=now,
@@ -239,6 +242,7 @@ def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
         token_sealed=token_sealed,
         token_rotated_at=now,
         updated_at=now,
+        embed_generation=group.embed_generation + 1,  # unless a revocation came between
     )
     send_on_commit(token_rotated, group=rotated)
     logger.info("Rotated the token of user group team_id=%s", group.team_id)

@@ -1,0 +1,166 @@
+"""Signing and verifying embed tokens: JWTs in compact JWS form, with PyJWT.
+
+Verification checks everything a token says about itself (shape, size, ``kid``,
+``alg`` against the key's one algorithm, signature, ``exp``, ``iat``, ``aud``, ``iss``,
+the claims' types) before anything is read from the database: a forged, expired or
+malformed token costs no query. Whether the group still exists and the token's
+generation is still current is the caller's one query (:mod:`usergroups.services.embed`).
+"""
+
+import json
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import jwt
+from django.views.decorators.debug import sensitive_variables
+
+from ..conf import usergroups_settings
+from . import keys
+
+#: The largest embed token, in bytes (CONTRACT section 6).
+MAX_TOKEN_BYTES = 4096
+#: The private claim holding the group's embed generation (see UserGroup.embed_generation).
+GENERATION_CLAIM = "gen"
+_REQUIRED = ["iss", "aud", "sub", "iat", "exp", "jti", "user_group_id", GENERATION_CLAIM]
+# Three base64url parts, the first two JSON objects ("eyJ" is base64 of '{"').
+_SHAPE = re.compile(r"eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+")
+
+
+class InvalidEmbedToken(Exception):
+    """Not a token of this server: malformed, forged, of another audience or issuer."""
+
+
+class ExpiredEmbedToken(InvalidEmbedToken):
+    """A token of this server whose ``exp`` has passed."""
+
+
+class TokenTooLarge(ValueError):
+    """The claims would make a token over :data:`MAX_TOKEN_BYTES`."""
+
+
+class _CompactUTF8(json.JSONEncoder):
+    """Non-ASCII text as UTF-8, not ``\\uXXXX``: up to 6 times shorter in the token."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["ensure_ascii"] = False
+        super().__init__(**kwargs)
+
+
+@dataclass(frozen=True)
+class Claims:
+    """A verified token's claims: the registered ones typed, all of them in ``raw``."""
+
+    team_id: int
+    user_group_id: str
+    generation: int
+    expires_at: datetime
+    resource: str | None
+    origin: str | None
+    params: dict[str, Any]
+    raw: dict[str, Any]
+
+
+def timestamp_text(seconds: int) -> str:
+    """``exp`` as the API writes times: ISO 8601 in UTC, to the second."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sign(
+    *,
+    team_id: int,
+    user_group_id: str,
+    generation: int,
+    issued_at: int,
+    expires_in: int,
+    resource: str | None = None,
+    origin: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> str:
+    """A new token with the current signing key; :class:`TokenTooLarge` past the limit."""
+    claims: dict[str, Any] = {
+        "iss": usergroups_settings.EMBED_TOKEN_ISSUER,
+        "aud": usergroups_settings.EMBED_TOKEN_AUDIENCE,
+        "sub": str(team_id),
+        "iat": issued_at,
+        "exp": issued_at + expires_in,
+        "jti": secrets.token_urlsafe(16),
+        "user_group_id": user_group_id,
+        GENERATION_CLAIM: generation,
+    }
+    optional = {"resource": resource, "origin": origin, "params": params}
+    claims.update((name, value) for name, value in optional.items() if value is not None)
+    key = keys.signing_key()
+    token = jwt.encode(
+        claims,
+        key.private_key,
+        algorithm=key.alg,
+        headers={"kid": key.kid},
+        json_encoder=_CompactUTF8,
+    )
+    if len(token) > MAX_TOKEN_BYTES:
+        raise TokenTooLarge(len(token))
+    return token
+
+
+@sensitive_variables("token")
+def verify(token: object) -> Claims:
+    """The claims of a token this server signed and that has not expired.
+
+    Raises :class:`ExpiredEmbedToken` for an expired one (only once its signature
+    holds), :class:`InvalidEmbedToken` for anything else. No database access.
+    """
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_BYTES or not _SHAPE.fullmatch(token):
+        raise InvalidEmbedToken("malformed")
+    try:
+        key = keys.verification_key(jwt.get_unverified_header(token).get("kid"))
+        if key is None:
+            raise InvalidEmbedToken("unknown key")
+        # One algorithm, the key's own: "none", HS256 with the public key as its secret
+        # and every other substitution is refused by PyJWT before the signature is read.
+        raw = jwt.decode(
+            token,
+            key.public_key,
+            algorithms=[key.alg],
+            audience=usergroups_settings.EMBED_TOKEN_AUDIENCE,
+            issuer=usergroups_settings.EMBED_TOKEN_ISSUER,
+            options={"require": _REQUIRED, "verify_signature": True},
+        )
+    except jwt.ExpiredSignatureError:
+        raise ExpiredEmbedToken("expired") from None
+    except (jwt.InvalidTokenError, ValueError, TypeError, AttributeError):
+        raise InvalidEmbedToken("invalid") from None
+    return _typed(raw)
+
+
+def _typed(raw: dict[str, Any]) -> Claims:
+    """The claims typed; :class:`InvalidEmbedToken` if one is not what we sign."""
+    sub, generation, exp = raw["sub"], raw[GENERATION_CLAIM], raw["exp"]
+    resource, origin = raw.get("resource"), raw.get("origin")
+    params = raw.get("params", {})
+    well_typed = (
+        isinstance(sub, str)
+        and sub.isascii()
+        and sub.isdigit()
+        and type(generation) is int
+        and type(exp) is int
+        and isinstance(raw["user_group_id"], str)
+        and isinstance(resource, str | None)
+        and isinstance(origin, str | None)
+        and isinstance(params, dict)
+    )
+    if not well_typed:
+        raise InvalidEmbedToken("claims")
+    return Claims(
+        team_id=int(sub),
+        user_group_id=raw["user_group_id"],
+        generation=generation,
+        expires_at=datetime.fromtimestamp(exp, UTC),
+        resource=resource,
+        origin=origin,
+        params=params,
+        raw=raw,
+    )

@@ -1,0 +1,134 @@
+"""Embed tokens: minting, introspection, revocation, and the one query of verification.
+
+Revocation needs no list of revoked tokens: a token carries its group's
+``embed_generation`` as minted, and verification reads the group (one indexed query,
+which also finds it deleted) and refuses any other generation. Rotating the group's
+token and :func:`revoke_embed_tokens` advance it with one ``UPDATE ... + 1``, so every
+process refuses the older tokens at its next verification.
+
+A mint racing a revocation never yields a token that outlives it: the mint reads the
+generation before it signs, so a revocation that commits after that read leaves the
+token's generation behind; one that commits before it is seen by the read, and the
+token, minted after the revocation, rightly works. Minting writes nothing.
+"""
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import router, transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+
+from .. import sql
+from ..conf import usergroups_settings
+from ..conflicts import retry_on_conflict
+from ..embed import tokens
+from ..embed.grant import EmbedGrant
+from ..models import UserGroup
+from ..records import GroupRecord
+from ..signals import embed_tokens_revoked, send_on_commit
+from . import groups, hierarchy
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MintedToken:
+    """A new embed token and what the mint answer says about it."""
+
+    token: str = field(repr=False)
+    expires_in: int
+    expires_at: datetime
+    group: GroupRecord
+
+
+def mint_embed_token(
+    workspace_id: int,
+    provided_id: str,
+    *,
+    expires_in: int | None = None,
+    resource: str | None = None,
+    origin: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> MintedToken | None:
+    """A token for the workspace's group ``provided_id``; None if there is none.
+
+    One read of the group (the get-or-create lookup, with what it inherits), no write.
+    ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
+    raises :class:`usergroups.embed.tokens.TokenTooLarge` when the token would be.
+    """
+    group = groups.find_group(workspace_id, provided_id)
+    if group is None:
+        return None
+    seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
+    issued_at = int(timezone.now().timestamp())
+    token = tokens.sign(
+        team_id=group.team_id,
+        user_group_id=group.provided_id,
+        generation=group.embed_generation,
+        issued_at=issued_at,
+        expires_in=seconds,
+        resource=resource,
+        origin=origin,
+        params=params,
+    )
+    expires_at = datetime.fromtimestamp(issued_at + seconds, UTC)
+    logger.info("Minted an embed token for user group team_id=%s", group.team_id)
+    return MintedToken(token, seconds, expires_at, group)
+
+
+def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
+    """The grant of verified ``claims`` if their group still exists and has not revoked
+    them since: one indexed query (by primary key, with what the group inherits)."""
+    group = hierarchy.record_from_rows(sql.GROUP_BY_TEAM_ID.fetch([claims.team_id])[1])
+    if group is None or group.embed_generation != claims.generation:
+        return None
+    return EmbedGrant(group, claims)
+
+
+@sensitive_variables("token")
+def introspect(workspace_id: int, token: object) -> EmbedGrant | None:
+    """The grant of ``token`` if it is active for this workspace, else None (expired,
+    forged, malformed, revoked, its group deleted, or another workspace's)."""
+    try:
+        claims = tokens.verify(token)
+    except tokens.InvalidEmbedToken:
+        return None
+    grant = current_grant(claims)
+    if grant is None or grant.group.workspace_id != workspace_id:
+        return None
+    return grant
+
+
+def revoke_embed_tokens(group: UserGroup | GroupRecord | int) -> GroupRecord | None:
+    """Revoke every embed token minted so far for ``group`` (a model, a record or a
+    ``team_id``), leaving its group token alone; the group after, or None if it is gone.
+    Sends ``embed_tokens_revoked`` after commit."""
+    team_id = group if isinstance(group, int) else group.team_id
+    return _revoke(UserGroup.objects.filter(pk=team_id))
+
+
+def revoke_embed_tokens_of(workspace_id: int, provided_id: str) -> GroupRecord | None:
+    """:func:`revoke_embed_tokens` for the workspace's group ``provided_id`` (the API's door)."""
+    return _revoke(UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id))
+
+
+@retry_on_conflict
+def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
+    with transaction.atomic(using=router.db_for_write(UserGroup)):
+        team_id = matching.select_for_update().values_list("pk", flat=True).first()
+        if team_id is None:
+            return None
+        UserGroup.objects.filter(pk=team_id).update(
+            embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
+        )
+        record = hierarchy.record_from_rows(sql.GROUP_BY_TEAM_ID.fetch([team_id])[1])
+    if record is None:  # a read of the row this transaction holds locked: never
+        return None
+    send_on_commit(embed_tokens_revoked, group=record)
+    logger.info("Revoked the embed tokens of user group team_id=%s", record.team_id)
+    return record
