@@ -83,6 +83,21 @@ class Cluster:
         )
         return status, payload, headers.get(SERVED_BY, "")
 
+    def call_host(
+        self,
+        index: int,
+        method: str,
+        body: dict | None,
+        path: str = API_PATH,
+        authorization: str = "",
+    ) -> tuple[int, Any]:
+        """One request to host ``index`` itself, past HAProxy: ``(status, decoded answer)``."""
+        base_url = f"http://{self.network.address(index)}:{HOST_PORT}"
+        status, payload, _ = exchange(
+            base_url, method, body, authorization or f"Token {self.key}", path=path
+        )
+        return status, payload
+
     def database_url(self) -> str:
         assert self.pgbouncer is not None
         return f"{self.pgbouncer.url(DATABASE)}?{PGBOUNCER_OPTIONS}"

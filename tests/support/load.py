@@ -10,7 +10,7 @@ not; 404: it had, and the new token was never seen), and so does a retried delet
 it had).
 
 A get must show the last token and properties the client was told about; an embed token
-minted after the last rotation must be accepted, and one minted before it refused.
+minted after the last rotation must introspect active, and one minted before it not.
 """
 
 import http.client
@@ -25,7 +25,7 @@ REQUEST_TIMEOUT = 10
 MAX_RETRIES = 20
 STEPS = (2, 6)  # operations per group after its creation, at random in this range
 EMBED_PATH = "/api/user/embed-token"
-EMBED_VERIFY_PATH = "/embed/api/sales/"
+EMBED_INTROSPECT_PATH = "/api/user/embed-token/introspect"
 
 
 class LoadClient(threading.Thread):
@@ -174,12 +174,12 @@ class LoadClient(threading.Thread):
             embed_tokens.append((payload["embed_token"], len(chain.tokens)))
         for token, rotations in embed_tokens:
             outcome, payload = self.until_answered(
-                "verify", "GET", None, path=EMBED_VERIFY_PATH, auth=f"Embed {token}"
+                "verify", "POST", {"embed_token": token}, path=EMBED_INTROSPECT_PATH
             )
-            current = rotations == len(chain.tokens)
-            if outcome == "unknown":
+            if not self.expect(chain, "introspection", outcome, payload):
                 continue
-            if current and outcome != "200":
-                self.errors.append(f"{chain.provided_id}: a current embed token got {outcome}")
-            if not current and outcome != "401":
-                self.errors.append(f"{chain.provided_id}: a revoked embed token got {outcome}")
+            if payload["active"] != (rotations == len(chain.tokens)):
+                self.errors.append(
+                    f"{chain.provided_id}: an embed token minted after {rotations - 1} of"
+                    f" {len(chain.tokens) - 1} rotations introspected active={payload['active']}"
+                )
