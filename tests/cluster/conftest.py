@@ -61,7 +61,7 @@ def missing_parts() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     missing = missing_parts()
     if missing:
         services.unavailable(f"the cluster needs {', '.join(missing)}")
@@ -74,7 +74,10 @@ def cluster() -> Iterator[Cluster]:
         )
         yield running
     finally:
-        running.stop()
+        failed = request.session.testsfailed > 0
+        if failed:
+            FIGURES.append(f"logs and configs kept in {running.workdir}")
+        running.stop(keep_logs=failed)
 
 
 @pytest.fixture

@@ -82,14 +82,16 @@ def test_no_acknowledged_write_is_lost_or_doubled_under_faults(cluster, figures)
     hosts = collections.Counter(c.host for c in calls if c.host)
     told = [chain for chain in chains if chain.created_seen]
     figures.append(
-        f"faults: {SECONDS} s, operations {sorted(mix)} of load, {CLIENTS} clients, {len(calls)} requests"
+        f"faults: {SECONDS} s of load from {CLIENTS} clients, {len(calls)} requests"
         f" ({', '.join(f'{op} {n}' for op, n in sorted(ops.items()))}); by host {dict(sorted(hosts.items()))}"
     )
     for fault in faults:
         in_flight = [c for c in calls if fault.overlaps(c)]
+        bad = collections.Counter(c.outcome for c in in_flight if failed(c))
         figures.append(
-            f"  t={fault.start:4.1f}-{fault.end:4.1f} s {fault.what}: "
-            f"{sum(map(failed, in_flight))} failed of {len(in_flight)} in flight or within 2 s"
+            f"  t={fault.start:4.1f}-{fault.end:4.1f} s {fault.what}: {sum(bad.values())} failed"
+            f" ({', '.join(f'{o}×{n}' for o, n in sorted(bad.items())) or 'none'})"
+            f" of {len(in_flight)} requests in flight then or within 2 s"
         )
     figures.append(summarize("all requests", calls))
     figures.append(

@@ -17,6 +17,7 @@ database and the run's Redis keys; it runs at exit too, so a crashed run leaves 
 
 import atexit
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -187,7 +188,9 @@ class Cluster:
         self.hosts[index] = self._gunicorn(index)
         self.start_hosts([index])
 
-    def stop(self) -> None:
+    def stop(self, keep_logs: bool = False) -> None:
+        """Tear everything down; the work directory (configs, logs) goes too unless
+        ``keep_logs``."""
         if self._stopped:
             return
         self._stopped = True
@@ -198,6 +201,7 @@ class Cluster:
             self.network.delete,
             lambda: drop_database(DATABASE),
             self._forget_cache,
+            lambda: keep_logs or shutil.rmtree(self.workdir, ignore_errors=True),
         ):
             try:
                 step()
