@@ -8,6 +8,7 @@ flight, throughput) is printed at the end of the run as the cluster's figures.
 
 import os
 import shutil
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from tests.support.postgres import ADDRESS
 
 HERE = Path(__file__).resolve().parent
 FIGURES: list[str] = []  # lines for the end of the run
+TIME_LIMIT = 600  # seconds for the whole cluster session, whatever happens
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -60,11 +62,22 @@ def missing_parts() -> list[str]:
     return missing
 
 
+def _stop_the_run(signum: int, frame: object) -> None:
+    """SIGALRM (over the time limit) or SIGTERM: an exception in the main thread, so the
+    running test fails and the cluster's teardown runs (atexit would not, on a signal)."""
+    raise RuntimeError(
+        f"the cluster run took over {TIME_LIMIT} s" if signum == signal.SIGALRM else "terminated"
+    )
+
+
 @pytest.fixture(scope="session")
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     missing = missing_parts()
     if missing:
         services.unavailable(f"the cluster needs {', '.join(missing)}")
+    signal.signal(signal.SIGALRM, _stop_the_run)
+    signal.signal(signal.SIGTERM, _stop_the_run)
+    signal.alarm(TIME_LIMIT)
     running = Cluster()
     try:
         running.start()
@@ -78,6 +91,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         if failed:
             FIGURES.append(f"logs and configs kept in {running.workdir}")
         running.stop(keep_logs=failed)
+        signal.alarm(0)
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import collections
 import json
 from dataclasses import dataclass, field
 
-from usergroups import crypto
-
 FAULT_WINDOW = 2.0  # seconds after a fault's end in which a request still counts as "during"
 
 
@@ -72,6 +70,8 @@ def failures_outside(calls: list[Call], faults: list[Fault]) -> list[Call]:
 
 def check_rotations(chain: Chain, digest: str) -> str | None:
     """What is wrong with ``digest`` as the group's current token digest, or None."""
+    from usergroups import crypto  # here: scripts import this module before Django is set up
+
     rotated_away = {crypto.digest(token) for token in chain.tokens[:-1]}
     if digest in rotated_away:
         return f"{chain.provided_id}: a token rotated away with a 200 is current"
