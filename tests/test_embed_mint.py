@@ -188,7 +188,7 @@ def test_every_token_stays_within_4_kib(api_client, group):
     """The largest inputs each field takes still make a token of at most 4 KiB, or a 400."""
     wide = "\U0001f600"  # 4 bytes of UTF-8
     group_id = wide * 255
-    UserGroupFactory.create(workspace=group.workspace, provided_id=group_id)
+    UserGroupFactory.create(workspace=group.workspace, provided_id=group_id, name="wide")
     body = {
         "user_group_id": group_id,
         "resource": wide * 255,
@@ -262,3 +262,11 @@ def test_mint_of_a_child_costs_the_hierarchys_read_on_top(api_client, recently_u
         assert mint(api_client, {"user_group_id": child.provided_id}).status_code == 200
     assert len(queries) <= 1 + len(lookup)  # the key, then the group with its ancestors
     assert all(q["sql"].lstrip().upper().startswith(("SELECT", "WITH")) for q in queries)
+
+
+def test_the_only_write_of_a_mint_is_the_keys_last_used_time(api_client, api_key, group):
+    with CaptureQueriesContext(connection) as queries:
+        assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
+    writes = [q["sql"] for q in queries if not q["sql"].lstrip().upper().startswith("SELECT")]
+    assert len(writes) == 1 and "last_used_at" in writes[0]
+    assert "usergroups_apikey" in writes[0]

@@ -325,3 +325,8 @@ def test_group_tokens_can_be_turned_off(group, django_assert_num_queries):
     request = APIRequestFactory().get("/", HTTP_AUTHORIZATION=f"GroupToken {group.token}")
     with django_assert_num_queries(0), pytest.raises(AuthenticationFailed):
         GroupTokenAuthentication().authenticate(request)
+
+
+def test_the_scheme_word_is_matched_in_any_case(token):
+    assert dashboard(token, scheme="embed").status_code == 200
+    assert dashboard(token, scheme="EMBED").status_code == 200

@@ -10,10 +10,10 @@ from django.db.models.query import QuerySet
 
 from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory
+from tests.support.queries import WRITES, statements
 from usergroups import crypto
 from usergroups.models import SchemaMapping, UserGroup
 
-WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 MAPPING = {"sales": "pg-1", "hr": "pg-2", "ops": "pg-3"}
 
 
@@ -25,10 +25,6 @@ def mapped_group(group):
     for schema_id, source in MAPPING.items():
         SchemaMappingFactory(group=group, schema_id=schema_id, data_source_id=source)
     return group
-
-
-def statements(queries, kinds) -> list[str]:
-    return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(kinds)]
 
 
 def test_getting_an_existing_group_costs_two_queries_and_writes_nothing(

@@ -3,6 +3,7 @@ same question, on the database under test (run on SQLite, PostgreSQL and MariaDB
 
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from django.db import connection, transaction
@@ -84,13 +85,28 @@ def orm_groups(condition: Q) -> list[tuple]:
     )
 
 
+def orm_lineage(condition: Q) -> list[tuple]:
+    """The ORM's rows for the group matching ``condition`` (at most one) and its
+    ancestors, as the lineage statements lay them out: each group's rows as in
+    :func:`orm_groups`, then its distance from the group (0 for itself)."""
+    rows = []
+    group = UserGroup.objects.filter(condition).first()
+    distance = 0
+    while group is not None:
+        rows += [(*row, distance) for row in orm_groups(Q(pk=group.pk))]
+        group, distance = group.parent, distance + 1
+    return rows
+
+
 def orm_keys(condition: Q) -> list[tuple]:
     fields = [field.attname for field in APIKey._meta.concrete_fields]
     return list(APIKey.objects.filter(condition).values_list(*fields))
 
 
-def by_provided_id(d: Data) -> list[tuple[list, list]]:
+def by_provided_id(d: Data, orm=orm_lineage) -> list[tuple[list, list]]:
     asked = [
+        (d.workspace_id, d.grandchild.provided_id),
+        (d.workspace_id, d.child.provided_id),
         (d.workspace_id, d.mapped.provided_id),
         (d.workspace_id, d.bare.provided_id),  # differs from the first by case only
         (d.other_workspace_id, d.mapped.provided_id),
@@ -100,7 +116,7 @@ def by_provided_id(d: Data) -> list[tuple[list, list]]:
     return [
         (
             [workspace_id, provided_id],
-            orm_groups(Q(workspace_id=workspace_id, provided_id=provided_id)),
+            orm(Q(workspace_id=workspace_id, provided_id=provided_id)),
         )
         for workspace_id, provided_id in asked
     ]
@@ -110,18 +126,19 @@ def by_token_digest(d: Data) -> list[tuple[list, list]]:
     asked = [
         (d.workspace_id, d.mapped.token_digest),
         (d.workspace_id, d.in_grace.token_digest),
+        (d.workspace_id, d.grandchild.token_digest),
         (d.other_workspace_id, d.mapped.token_digest),  # another workspace's group
         (d.workspace_id, crypto.digest(d.in_grace_old)),  # a previous token: not current
     ]
     return [
-        ([workspace_id, digest], orm_groups(Q(workspace_id=workspace_id, token_digest=digest)))
+        ([workspace_id, digest], orm_lineage(Q(workspace_id=workspace_id, token_digest=digest)))
         for workspace_id, digest in asked
     ]
 
 
 def by_team_id(d: Data) -> list[tuple[list, list]]:
-    asked = [d.mapped.pk, d.bare.pk, d.namesake.pk, 987654321]
-    return [([team_id], orm_groups(Q(pk=team_id))) for team_id in asked]
+    asked = [d.mapped.pk, d.bare.pk, d.namesake.pk, d.child.pk, d.grandchild.pk, 987654321]
+    return [([team_id], orm_lineage(Q(pk=team_id))) for team_id in asked]
 
 
 def by_token(d: Data) -> list[tuple[list, list]]:
@@ -131,12 +148,13 @@ def by_token(d: Data) -> list[tuple[list, list]]:
         crypto.digest(d.in_grace_old),  # resolves during the grace period
         crypto.digest(d.grace_over_old),  # no longer
         d.grace_over.token_digest,
+        d.child.token_digest,
         crypto.digest(crypto.new_group_token()),
     ]
     return [
         (
             [digest, digest, now],
-            orm_groups(
+            orm_lineage(
                 Q(token_digest=digest)
                 | Q(previous_token_digest=digest, previous_token_valid_until__gt=now)
             ),
@@ -200,7 +218,7 @@ def descendants(d: Data) -> list[tuple[list, list]]:
 
 QUESTIONS = {
     "GROUP_BY_PROVIDED_ID": by_provided_id,
-    "GROUP_BY_PROVIDED_ID_FOR_UPDATE": by_provided_id,
+    "GROUP_BY_PROVIDED_ID_FOR_UPDATE": partial(by_provided_id, orm=orm_groups),
     "GROUP_BY_TOKEN_DIGEST": by_token_digest,
     "GROUP_BY_TEAM_ID": by_team_id,
     "GROUP_BY_TOKEN": by_token,
@@ -234,7 +252,9 @@ def test_statement_locks_only_where_it_says_it_does(name):
 
 
 def test_group_rows_make_the_record_the_orm_gives(data):
-    rows = sql.GROUP_BY_TEAM_ID.fetch([data.mapped.pk])[1]
+    rows = sql.GROUP_BY_PROVIDED_ID_FOR_UPDATE.fetch([data.workspace_id, data.mapped.provided_id])[
+        1
+    ]
     record = GroupRecord.from_rows(rows)
     stored = UserGroup.objects.get(pk=data.mapped.pk)
     assert record == GroupRecord.from_model(

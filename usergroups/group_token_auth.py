@@ -18,7 +18,7 @@ from . import crypto, sql
 from .authentication import AuthorizationHeaderAuthentication
 from .conf import usergroups_settings
 from .records import GroupRecord
-from .services.hierarchy import record_from_rows
+from .services.hierarchy import read_group
 
 
 @sensitive_variables("token")
@@ -26,14 +26,13 @@ def resolve_group_token(token: object) -> GroupRecord | None:
     """The group a token belongs to, or None (unknown, rotated, deleted or malformed).
 
     A token rotated within ``ROTATION_GRACE_SECONDS`` still resolves. A malformed
-    token costs no query; a well-formed one costs one indexed lookup, mapping included,
-    and one more for a child group: its ancestors' properties and mappings.
+    token costs no query; a well-formed one costs one indexed lookup, mapping and
+    ancestors included.
     """
     if not crypto.looks_like_group_token(token):
         return None
     digest = crypto.digest(token)
-    rows = sql.GROUP_BY_TOKEN.fetch([digest, digest, timezone.now()])[1]
-    return record_from_rows(rows)
+    return read_group(sql.GROUP_BY_TOKEN, [digest, digest, timezone.now()])
 
 
 class GroupTokenAuthentication(AuthorizationHeaderAuthentication):

@@ -12,7 +12,7 @@ reading it never costs a query:
   ``provided_id``), and ``computed_properties`` / ``computed_mapping``: the ancestors'
   properties and mappings merged from the root down, then the group's own (a top-level
   key of a deeper group wins; ``None`` properties add nothing). A child's record is
-  built with its :data:`Ancestor` chain, read by ``sql.ANCESTORS`` in the same call.
+  built with its :data:`Ancestor` chain, read in the same statement (``sql.LineageStatement``).
 - ``token``: unsealed from the sealed column it carries, at each access (microseconds,
   no query); None when no configured secret opens it. It is not a field: the record's
   repr and equality never show a token.
@@ -143,5 +143,10 @@ class GroupRecord:
         return cls.from_values(first[:_COUNT], pairs, ancestors)
 
 
-#: Where ``parent_id`` is among a group statement's row values.
+#: Where values are in a group statement's rows: the record's columns, the mapping entry
+#: (schema id, then data source id), then a lineage statement's distance.
 PARENT_INDEX = RECORD_FIELDS.index("parent_id")
+PROVIDED_ID_INDEX = RECORD_FIELDS.index("provided_id")
+PROPERTIES_INDEX = RECORD_FIELDS.index("properties")
+SCHEMA_INDEX = _COUNT
+DISTANCE_INDEX = _COUNT + 2

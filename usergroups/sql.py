@@ -12,7 +12,9 @@ question, on every database.
 A group statement selects :data:`~usergroups.records.RECORD_FIELDS` of the group, then
 ``schema_id`` and ``data_source_id`` of its mappings (an outer join: a group without
 any has one row of NULLs there), ordered by group and schema id: the rows
-:meth:`~usergroups.records.GroupRecord.from_rows` reads.
+:meth:`~usergroups.records.GroupRecord.from_rows` reads. A lineage statement gives the
+same rows for the group and each of its ancestors, then their distance from the group
+(0 for itself): a child's record in one query, at any depth.
 """
 
 from collections.abc import Sequence
@@ -57,11 +59,15 @@ class Table:
             raise TypeError(f"{self.model.__name__}.{name} is not a column")
         return field
 
-    def __getitem__(self, name: str) -> str:
+    def column(self, name: str) -> str:
+        """The quoted column of the field ``name``, without the alias."""
         column = self.field(name).column
         if column is None:  # not stored (e.g. a generic relation)
             raise TypeError(f"{self.model.__name__}.{name} has no column")
-        return f"{self.alias}.{self.connection.ops.quote_name(column)}"
+        return self.connection.ops.quote_name(column)
+
+    def __getitem__(self, name: str) -> str:
+        return f"{self.alias}.{self.column(name)}"
 
 
 class Statement:
@@ -96,6 +102,10 @@ class Statement:
     def _params(self, table: Table) -> list[Field]:
         return [table.field(name) for name in self.param_names]
 
+    def extra_params(self) -> list[Any]:
+        """Parameters the statement adds after the caller's (none here)."""
+        return []
+
     def _lock(self, connection: BaseDatabaseWrapper, table: Table) -> str:
         if not self.for_update or not connection.features.has_select_for_update:
             return ""
@@ -105,6 +115,7 @@ class Statement:
 
     def fetch(self, params: Sequence[Any]) -> tuple[str, list[Row]]:
         """``(database alias, rows)`` for ``params``, read where the ORM would read."""
+        params = [*params, *self.extra_params()]
         if self.for_update:
             using = router.db_for_write(self.model)
         else:
@@ -151,12 +162,55 @@ class GroupStatement(Statement):
         return Query(sql + self._lock(connection, group), columns, self._params(group))
 
 
+class LineageStatement(Statement):
+    """The group that ``where`` finds (at most one) and its ancestors, with their
+    mappings: the rows of a :class:`GroupStatement`, then the distance from the group
+    (0 for itself, 1 for its parent, ...), ordered by distance and schema id.
+
+    One recursive CTE (``WITH RECURSIVE``: SQLite, PostgreSQL and MariaDB all have it)
+    walks up from the group, carrying its columns, so that a get, a token's resolution
+    or an embed token's verification costs one query at any depth. The walk stops after
+    :func:`walk_limit` levels, which keeps a corrupted row from looping. Locking reads
+    use a :class:`GroupStatement`: a recursive CTE's rows cannot be locked.
+    """
+
+    def __init__(self, where: str, params: Sequence[str]) -> None:
+        super().__init__(UserGroup, where, params)
+
+    def build(self, connection: BaseDatabaseWrapper) -> Query:
+        group = Table(connection, UserGroup, "g")
+        mapping = Table(connection, SchemaMapping, "m")
+        names = [group.column(name) for name in RECORD_FIELDS]
+        carried = ", ".join(group[name] for name in RECORD_FIELDS)
+        walk = (
+            f"WITH RECURSIVE lineage (distance, {', '.join(names)}) AS ("
+            f"SELECT 0, {carried} FROM {group} WHERE {self.where.format_map(group)}"
+            f" UNION ALL SELECT l.distance + 1, {carried} FROM lineage l"
+            f" JOIN {group} ON {group['team_id']} = l.{group.column('parent')}"
+            f" WHERE l.distance < %s)"
+        )
+        select = ", ".join(f"l.{name}" for name in names)
+        sql = (
+            f"{walk} SELECT {select}, {mapping['schema_id']}, {mapping['data_source_id']},"
+            f" l.distance FROM lineage l LEFT OUTER JOIN {mapping}"
+            f" ON {mapping['group']} = l.{names[0]}"
+            f" ORDER BY l.distance, {mapping['schema_id']}"
+        )
+        team_id = group.field("team_id")
+        columns = [group.field(name) for name in RECORD_FIELDS]
+        columns += [mapping.field("schema_id"), mapping.field("data_source_id"), team_id]
+        return Query(sql, columns, [*self._params(group), team_id])
+
+    def extra_params(self) -> list[Any]:
+        return [walk_limit()]
+
+
 class TreeStatement(Statement):
     """A walk of the group hierarchy with one recursive CTE (``WITH RECURSIVE``: SQLite,
     PostgreSQL and MariaDB all have it), from the groups whose ids are the parameters,
     up to their ancestors or down to their descendants.
 
-    The walk stops after :data:`MAX_WALK` levels: the services never let a hierarchy
+    The walk stops after :func:`walk_limit` levels: the services never let a hierarchy
     have a cycle or grow that deep, and a stop keeps a corrupted row from looping.
     Statements are written per number of starting ids, and kept for one id only.
     """
@@ -215,8 +269,7 @@ class TreeStatement(Statement):
             if len(params) == 1:
                 self._prepared[key] = prepared
         with connection.cursor() as cursor:
-            limit = max(MAX_WALK, usergroups_settings.MAX_HIERARCHY_DEPTH + 1)
-            cursor.execute(prepared.sql, [*params, limit])
+            cursor.execute(prepared.sql, [*params, walk_limit()])
             rows = list(cursor.fetchall())
         if prepared.converters and rows:
             rows = [prepared.convert(row, connection) for row in rows]
@@ -226,6 +279,12 @@ class TreeStatement(Statement):
 #: The fewest levels a walk of the hierarchy may go through: beyond any sane
 #: ``MAX_HIERARCHY_DEPTH`` (a larger setting raises it).
 MAX_WALK = 100
+
+
+def walk_limit() -> int:
+    """How many levels a walk of the hierarchy goes through at most."""
+    return max(MAX_WALK, usergroups_settings.MAX_HIERARCHY_DEPTH + 1)
+
 
 Converter = tuple[int, list[Any], Col]
 
@@ -267,8 +326,8 @@ def _adapter(field: Field, connection: BaseDatabaseWrapper) -> Any:
 
 # --- The statements ------------------------------------------------------------------------
 
-#: A group by its caller's id: get-or-create's one query.
-GROUP_BY_PROVIDED_ID = GroupStatement(
+#: A group by its caller's id, with its ancestors: get-or-create's one query.
+GROUP_BY_PROVIDED_ID = LineageStatement(
     "{workspace} = %s AND {provided_id} = %s", ["workspace", "provided_id"]
 )
 #: The same, locking: reads the winner of a lost insert race even inside a REPEATABLE
@@ -276,14 +335,15 @@ GROUP_BY_PROVIDED_ID = GroupStatement(
 GROUP_BY_PROVIDED_ID_FOR_UPDATE = GroupStatement(
     "{workspace} = %s AND {provided_id} = %s", ["workspace", "provided_id"], for_update=True
 )
-#: A group by its current token's digest: the read before a rotation.
-GROUP_BY_TOKEN_DIGEST = GroupStatement(
+#: A group by its current token's digest, with its ancestors: the read before a rotation.
+GROUP_BY_TOKEN_DIGEST = LineageStatement(
     "{workspace} = %s AND {token_digest} = %s", ["workspace", "token_digest"]
 )
-#: A group by its internal id: the read after an update, and before a delete.
-GROUP_BY_TEAM_ID = GroupStatement("{team_id} = %s", ["team_id"])
-#: The group a token resolves to: its current token, or its previous one until then.
-GROUP_BY_TOKEN = GroupStatement(
+#: A group by its internal id, with its ancestors: the read after an update.
+GROUP_BY_TEAM_ID = LineageStatement("{team_id} = %s", ["team_id"])
+#: The group a token resolves to (its current token, or its previous one until then),
+#: with its ancestors.
+GROUP_BY_TOKEN = LineageStatement(
     "({token_digest} = %s OR ({previous_token_digest} = %s AND {previous_token_valid_until} > %s))",
     ["token_digest", "previous_token_digest", "previous_token_valid_until"],
 )

@@ -69,6 +69,7 @@ def timestamp_text(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@sensitive_variables("token")
 def sign(
     *,
     team_id: int,

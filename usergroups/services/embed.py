@@ -46,6 +46,7 @@ class MintedToken:
     group: GroupRecord
 
 
+@sensitive_variables("token")
 def mint_embed_token(
     workspace_id: int,
     provided_id: str,

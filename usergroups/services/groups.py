@@ -59,8 +59,8 @@ class HasChildren(Exception):
 
 
 def _read(statement: sql.Statement, params: list[Any]) -> GroupRecord | None:
-    """The group the statement finds, with what it inherits: one query, two for a child."""
-    return hierarchy.record_from_rows(statement.fetch(params)[1])
+    """The group the statement finds, with what it inherits (see hierarchy.read_group)."""
+    return hierarchy.read_group(statement, params)
 
 
 def _atomic() -> transaction.Atomic:
@@ -68,8 +68,7 @@ def _atomic() -> transaction.Atomic:
 
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
-    """The group of ``provided_id`` in the workspace, or None: one query (two when the
-    group has a parent, whatever its depth)."""
+    """The group of ``provided_id`` in the workspace, or None: one query at any depth."""
     return _read(sql.GROUP_BY_PROVIDED_ID, [workspace_id, provided_id])
 
 

@@ -19,7 +19,15 @@ from django.utils.translation import gettext_lazy as _
 from .. import sql
 from ..conf import usergroups_settings
 from ..models import UserGroup, Workspace
-from ..records import PARENT_INDEX, Ancestor, GroupRecord
+from ..records import (
+    DISTANCE_INDEX,
+    PARENT_INDEX,
+    PROPERTIES_INDEX,
+    PROVIDED_ID_INDEX,
+    SCHEMA_INDEX,
+    Ancestor,
+    GroupRecord,
+)
 
 
 class InvalidParent(Exception):
@@ -65,6 +73,41 @@ def record_from_rows(rows: Sequence[Sequence[Any]]) -> GroupRecord | None:
     if not chain:
         return None
     return GroupRecord.from_rows(rows, chain)
+
+
+def record_from_lineage(rows: Sequence[Sequence[Any]]) -> GroupRecord | None:
+    """The record of a lineage statement's ``rows`` (the group at distance 0, then its
+    ancestors, each with its mapping entries); None for no rows, or for a chain that
+    does not reach a root (a corrupted hierarchy, cut by the walk's limit)."""
+    if not rows:
+        return None
+    own: list[Sequence[Any]] = []
+    chain: list[Ancestor] = []
+    parent_id = rows[0][PARENT_INDEX]
+    for row in rows:
+        if row[DISTANCE_INDEX] == 0:
+            own.append(row[:DISTANCE_INDEX])
+            continue
+        if not chain or chain[-1].team_id != row[0]:
+            if row[0] != parent_id:
+                return None
+            chain.append(Ancestor(row[0], row[PROVIDED_ID_INDEX], row[PROPERTIES_INDEX], {}))
+            parent_id = row[PARENT_INDEX]
+        if row[SCHEMA_INDEX] is not None:
+            chain[-1].mapping[row[SCHEMA_INDEX]] = row[SCHEMA_INDEX + 1]
+    if parent_id is not None:
+        return None
+    chain.reverse()
+    return GroupRecord.from_rows(own, chain)
+
+
+def read_group(statement: sql.Statement, params: list[Any]) -> GroupRecord | None:
+    """The group ``statement`` finds with ``params``, whole: one query with a lineage
+    statement; with a group statement (a locking read), two for a child."""
+    rows = statement.fetch(params)[1]
+    if isinstance(statement, sql.LineageStatement):
+        return record_from_lineage(rows)
+    return record_from_rows(rows)
 
 
 def lock_workspace(workspace_id: int) -> None:
