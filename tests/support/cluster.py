@@ -163,10 +163,20 @@ class Cluster:
         names = [self.names[i] for i in indexes]
         self.haproxy.wait_until(lambda states: all(states.get(n) == "UP" for n in names), "up")
 
+    def wait_until_down(self, indexes: list[int]) -> None:
+        """Until HAProxy's checks have seen the stopped hosts go, so that waiting for them
+        to be up again means what it says."""
+        assert self.haproxy is not None
+        names = [self.names[i] for i in indexes]
+        self.haproxy.wait_until(
+            lambda states: all(states.get(n, "").startswith("DOWN") for n in names), "down"
+        )
+
     def restart_hosts(self, **overrides: str) -> None:
         """Every host anew with ``overrides`` in its environment (none: the defaults)."""
         for host in self.hosts:
             host.stop()
+        self.wait_until_down(list(range(len(self.hosts))))
         self.hosts = [self._gunicorn(i, **overrides) for i in range(len(self.hosts))]
         self.start_hosts()
 
@@ -183,6 +193,7 @@ class Cluster:
         host.process.wait(timeout=10)
         time.sleep(0.5)  # the workers serve on meanwhile, and finish requests in flight
         host.stop()
+        self.wait_until_down([index])
 
     def bring_back(self, index: int) -> None:
         self.hosts[index] = self._gunicorn(index)
