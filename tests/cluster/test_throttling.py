@@ -52,7 +52,7 @@ def test_the_rate_is_counted_once_across_hosts(throttled, figures):
     strict=True,
     reason="usergroups/throttling.py counts with DRF's SimpleRateThrottle, which reads the"
     " request history from the cache and writes it back: concurrent requests overwrite each"
-    " other's entries (33 to 40 of 40 passed at 20/minute). Needs an atomic count (cache.add +"
+    " other's entries (31 to 40 of 40 passed at 20/minute). Needs an atomic count (cache.add +"
     " cache.incr); reported to the lead.",
 )
 def test_the_rate_holds_under_concurrent_requests(throttled, figures):
