@@ -48,13 +48,6 @@ def test_the_rate_is_counted_once_across_hosts(throttled, figures):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="usergroups/throttling.py counts with DRF's SimpleRateThrottle, which reads the"
-    " request history from the cache and writes it back: concurrent requests overwrite each"
-    " other's entries (31 to 40 of 40 passed at 20/minute). Needs an atomic count (cache.add +"
-    " cache.incr); reported to the lead.",
-)
 def test_the_rate_holds_under_concurrent_requests(throttled, figures):
     """Concurrent requests of one key, on every host: still exactly the rate passes."""
     key = throttled.new_key()
@@ -74,12 +67,6 @@ def test_the_rate_holds_under_concurrent_requests(throttled, figures):
     assert statuses[200] == RATE, statuses
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the throttle's cache error escapes the view: Django's HTML 500 page, not the"
-    " contract's JSON; usergroups/throttling.py should catch it (let the request through and"
-    " log, or answer 503 service_unavailable); reported to the lead.",
-)
 def test_without_redis_the_api_answers(throttled, figures):
     """Redis unreachable (the relay to it closed): the API still answers in its own terms,
     serving the request (200) or saying it cannot now (503), never an HTML 500."""
