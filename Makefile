@@ -25,6 +25,8 @@ help:
 	@echo "make tox    the Python x Django matrix of tox.ini, and its lowest/newest releases"
 	@echo "            (needs python3.11-3.13; one env: make tox TOX_ARGS=\"-e lowest\")"
 	@echo "make docs   build the documentation site (docs/, mkdocs.yml) strictly into site/"
+	@echo "make cluster-test  3 app hosts in network namespaces behind HAProxy, on PgBouncer and"
+	@echo "            Redis: races, throttling, faults under load, throughput (root; ~5 min)"
 	@echo "make clean  remove .venv, .tox, build/, dist/, site/ and the demo database and key"
 
 $(PY):
@@ -76,3 +78,14 @@ bench: $(VENV)/.installed-bench
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq wrk; }
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# make cluster-test: tests/cluster/ (pytest -m cluster) on the cluster of
+# tests/support/cluster.py: 3 hosts, each a network namespace running the example project
+# under gunicorn, behind HAProxy, on PgBouncer (transaction mode) and Redis. Needs root,
+# haproxy, pgbouncer and wrk (Debian's packages), PostgreSQL and Redis on loopback.
+# Prints the cluster's figures at the end. Never part of `make test`.
+CLUSTER_ARGS ?=
+
+.PHONY: cluster-test
+cluster-test: $(VENV)/.installed-test
+	$(VENV)/bin/pytest -m cluster tests/cluster -p no:cacheprovider $(CLUSTER_ARGS)

@@ -10,6 +10,8 @@ Each client creates groups (ids unique to the run) and rotates each group's toke
 chain. A request whose outcome is unknown (connection error or 5xx) is retried until it
 answers: get-or-create is idempotent, and a retried rotation tells whether the first
 attempt committed (200: it had not; 404: it had, and the new token was never seen).
+The load and its ledger are tests/support/load.py and ledger.py, which the cluster's fault
+test (tests/cluster/test_faults.py) shares.
 
 Checked from the database afterwards, through the Django ORM:
 - every group a client was told about (a 200 on get-or-create) exists exactly once, and
@@ -28,15 +30,11 @@ answered 200 and deletes one group a client was told about; the script must then
 
 import argparse
 import collections
-import http.client
-import json
 import os
 import random
 import signal
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,153 +43,22 @@ sys.path.insert(0, str(ROOT))
 from tests.support import HOST  # noqa: E402
 from tests.support.deployment import migrated_site  # noqa: E402
 from tests.support.gunicorn import Gunicorn  # noqa: E402
+from tests.support.ledger import FAULT_WINDOW, Fault, check_stored, summarize  # noqa: E402
+from tests.support.load import MAX_RETRIES, REQUEST_TIMEOUT, LoadClient  # noqa: E402
+from tests.support.postgres import (  # noqa: E402
+    direct_url,
+    recreate_database,
+    terminate_backends,
+)
 
 DATABASE = "faults"
-ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DATABASE}"
+DATABASE_URL = direct_url(DATABASE)
 WORKSPACE = "faults"
-REQUEST_TIMEOUT = 10
-FAULT_WINDOW = 2.0  # a request in flight within this many seconds of a fault counts as "during"
 HARD_LIMIT = 120  # seconds for the whole script, whatever happens
-CHAIN = (2, 6)  # rotations per group, at random in this range
-MAX_RETRIES = 20
-
-
-@dataclass
-class Call:
-    op: str
-    start: float
-    end: float
-    outcome: str  # "200", "404", "500", ... or an exception's name
-
-
-@dataclass
-class Chain:
-    """One group, as its client saw it."""
-
-    provided_id: str
-    tokens: list[str] = field(default_factory=list)  # tokens received with a 200, in order
-    created_seen: bool = False  # a 200 on get-or-create
-    ambiguous_end: bool = False  # a rotation committed without the client seeing its token
-    unknown_end: bool = False  # retries ran out: the outcome of the last rotation is unknown
-
-
-class Client(threading.Thread):
-    def __init__(self, number: int, port: int, key: str, deadline: float, t0: float, run: str):
-        super().__init__(name=f"client-{number}", daemon=True)
-        self.number, self.port, self.key = number, port, key
-        self.deadline, self.t0, self.run_id = deadline, t0, run
-        self.calls: list[Call] = []
-        self.chains: list[Chain] = []
-        self.retries = collections.Counter()
-        self.random = random.Random(number)
-        self.error: str | None = None
-
-    def request(self, op: str, method: str, body: dict) -> tuple[str, dict | None]:
-        start = time.monotonic()
-        conn = http.client.HTTPConnection(HOST, self.port, timeout=REQUEST_TIMEOUT)
-        try:
-            conn.request(
-                method,
-                "/api/user",
-                body=json.dumps(body),
-                headers={"Authorization": f"Token {self.key}", "Content-Type": "application/json"},
-            )
-            response = conn.getresponse()
-            raw = response.read()
-            outcome = str(response.status)
-            try:
-                payload = json.loads(raw) if response.status < 500 else None
-            except ValueError:
-                outcome, payload = f"{response.status} (not JSON)", None
-        except (OSError, http.client.HTTPException) as exc:
-            outcome, payload = type(exc).__name__, None
-        finally:
-            conn.close()
-        self.calls.append(Call(op, start - self.t0, time.monotonic() - self.t0, outcome))
-        return outcome, payload
-
-    def until_answered(self, op: str, method: str, body: dict) -> tuple[str, dict | None]:
-        """Send until the answer is known (a 2xx or 4xx); ("unknown", None) if it never is."""
-        for attempt in range(MAX_RETRIES):
-            outcome, payload = self.request(op, method, body)
-            if payload is not None:
-                return outcome, payload
-            self.retries[op] += 1
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-        return "unknown", None
-
-    def run(self) -> None:
-        try:
-            self.load()
-        except Exception as exc:  # reported as a violation
-            self.error = f"{self.name}: {exc!r}"
-
-    def load(self) -> None:
-        n = 0
-        while time.monotonic() < self.deadline:
-            chain = Chain(f"fault-{self.run_id}-{self.number}-{n}")
-            n += 1
-            self.chains.append(chain)
-            outcome, payload = self.until_answered(
-                "create", "GET", {"user_group_id": chain.provided_id}
-            )
-            if outcome != "200":
-                continue
-            chain.created_seen = True
-            chain.tokens.append(payload["user_group"]["token"])
-            for _ in range(self.random.randint(*CHAIN)):
-                if time.monotonic() >= self.deadline:
-                    break
-                outcome, payload = self.request(
-                    "rotate", "POST", {"current_token": chain.tokens[-1]}
-                )
-                if payload is None:  # unknown: did it commit? Ask again with the same token.
-                    self.retries["rotate"] += 1
-                    outcome, payload = self.until_answered(
-                        "rotate", "POST", {"current_token": chain.tokens[-1]}
-                    )
-                    if outcome == "404":
-                        chain.ambiguous_end = True  # it had committed; its token is lost
-                        break
-                    if outcome == "unknown":
-                        chain.unknown_end = True
-                        break
-                if outcome != "200":
-                    raise AssertionError(f"rotation answered {outcome}: {payload}")
-                chain.tokens.append(payload["user_group"]["token"])
-
-
-def recreate_database() -> None:
-    import psycopg
-
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DATABASE}")
-
-
-def terminate_backends() -> int:
-    import psycopg
-
-    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://")) as conn:
-        rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = %s AND pid <> pg_backend_pid()",
-            (DATABASE,),
-        ).fetchall()
-    return sum(1 for (done,) in rows if done)
 
 
 def on_alarm(signum, frame):
     raise TimeoutError(f"the fault test ran over its limit of {HARD_LIMIT} s")
-
-
-def summarize(label: str, calls: list[Call]) -> str:
-    failed = [c for c in calls if not c.outcome.startswith(("2", "4"))]
-    share = 100 * len(failed) / len(calls) if calls else 0.0
-    answered = collections.Counter(c.outcome for c in calls)
-    what = ", ".join(f"{outcome}×{n}" for outcome, n in sorted(answered.items()))
-    return f"  {label}: {len(calls)} requests, {len(failed)} failed ({share:.1f}%): {what}"
 
 
 def main() -> int:
@@ -207,28 +74,35 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     log_path = work / "gunicorn.log"
     log_path.unlink(missing_ok=True)
-    recreate_database()
+    recreate_database(DATABASE)
     env, key = migrated_site(DATABASE_URL, WORKSPACE)
     run_id = f"{int(time.time())}"
 
     server = Gunicorn(env, log_path, 3, "--max-requests", "0")
-    faults: list[tuple[str, float]] = []
+    faults: list[Fault] = []
     with server:
         workers_before = server.worker_pids()
         t0 = time.monotonic()
         deadline = t0 + args.seconds
-        clients = [Client(i, server.port, key, deadline, t0, run_id) for i in range(args.clients)]
+        clients = [
+            LoadClient(i, (HOST, server.port), key, deadline, t0, run_id, {"rotate": 1})
+            for i in range(args.clients)
+        ]
         for client in clients:
             client.start()
 
         time.sleep(args.seconds * 0.35)
         victim = random.choice(workers_before)
+        at = time.monotonic() - t0
         os.kill(victim, signal.SIGKILL)
-        faults.append((f"SIGKILL of worker {victim}", time.monotonic() - t0))
+        faults.append(Fault(f"SIGKILL of worker {victim}", at, time.monotonic() - t0))
 
         time.sleep(args.seconds * 0.25)
-        terminated = terminate_backends()
-        faults.append((f"pg_terminate_backend of {terminated} connections", time.monotonic() - t0))
+        at = time.monotonic() - t0
+        terminated = terminate_backends(DATABASE)
+        faults.append(
+            Fault(f"pg_terminate_backend of {terminated} connections", at, time.monotonic() - t0)
+        )
 
         for client in clients:
             client.join(timeout=args.seconds + REQUEST_TIMEOUT * MAX_RETRIES)
@@ -239,30 +113,27 @@ def main() -> int:
     # --- What the clients saw ---
     calls = sorted((c for client in clients for c in client.calls), key=lambda c: c.start)
     chains = [chain for client in clients for chain in client.chains]
-    retries = sum((client.retries for client in clients), collections.Counter())
     print(
         f"fault test: gunicorn, 3 sync workers, --max-requests 0, PostgreSQL database "
         f"'{DATABASE}'; {args.clients} clients for {args.seconds:.0f} s"
     )
-    for what, at in faults:
-        print(f"  t={at:5.1f} s  {what}")
+    for fault in faults:
+        print(f"  t={fault.start:5.1f} s  {fault.what}")
     print(f"  workers before: {workers_before}, after: {workers_after}")
 
-    def near(fault_at: float):
-        return [c for c in calls if c.end >= fault_at and c.start <= fault_at + FAULT_WINDOW]
-
-    during = {id(c) for _, at in faults for c in near(at)}
+    during = {id(c) for fault in faults for c in calls if fault.overlaps(c)}
     print(summarize("all", calls))
-    print(summarize("before the faults", [c for c in calls if c.end < faults[0][1]]))
-    for what, at in faults:
-        print(summarize(f"within {FAULT_WINDOW:.0f} s of the {what.split(' of ')[0]}", near(at)))
+    print(summarize("before the faults", [c for c in calls if c.end < faults[0].start]))
+    for fault in faults:
+        near = [c for c in calls if fault.overlaps(c)]
+        print(summarize(f"within {FAULT_WINDOW:.0f} s of the {fault.what.split(' of ')[0]}", near))
     print(
         summarize(
             "after the faults",
-            [c for c in calls if c.start > faults[-1][1] and id(c) not in during],
+            [c for c in calls if c.start > faults[-1].end and id(c) not in during],
         )
     )
-    print(f"  retries of unanswered requests: {dict(retries) or 0}")
+    print(f"  retries of unanswered requests: {sum(client.retries for client in clients)}")
 
     # --- What the database says ---
     os.environ.update({k: v for k, v in env.items() if k.startswith(("DJANGO_", "DATABASE_"))})
@@ -283,44 +154,32 @@ def main() -> int:
             f"  tampered: undid a rotation of {rotated.provided_id}, deleted {created.provided_id}"
         )
 
-    rows = collections.defaultdict(list)
+    groups = collections.defaultdict(list)
     for group in UserGroup.objects.filter(workspace__slug=WORKSPACE):
-        rows[group.provided_id].append(group)
+        groups[group.provided_id].append(group)
+    stored = {
+        provided_id: [{"token_digest": group.token_digest} for group in rows]
+        for provided_id, rows in groups.items()
+    }
     violations = []
     if stuck:
         violations.append(f"clients still running after the time limit: {stuck}")
-    violations.extend(client.error for client in clients if client.error)
-    told = [chain for chain in chains if chain.created_seen]
-    rotations = sum(len(chain.tokens) - 1 for chain in told)
-    for chain in chains:
-        stored = rows.get(chain.provided_id, [])
-        if not chain.created_seen:
-            if len(stored) > 1:
-                violations.append(f"{chain.provided_id}: {len(stored)} groups")
-            continue
-        if len(stored) != 1:
-            violations.append(f"{chain.provided_id}: told created, {len(stored)} groups stored")
-            continue
-        group = stored[0]
-        rotated_away = {crypto.digest(token) for token in chain.tokens[:-1]}
-        if group.token_digest in rotated_away:
-            violations.append(f"{chain.provided_id}: a token rotated away with a 200 is current")
-        elif chain.ambiguous_end or chain.unknown_end:
-            if chain.ambiguous_end and group.token_digest == crypto.digest(chain.tokens[-1]):
-                violations.append(f"{chain.provided_id}: a rotation answered 404, yet undone")
-        elif group.token_digest != crypto.digest(chain.tokens[-1]):
-            violations.append(f"{chain.provided_id}: the last token answered 200 is not current")
-        elif group.token != chain.tokens[-1]:
-            violations.append(f"{chain.provided_id}: the sealed token is not the one received")
-    # The run's ids only: every stored group is one a client asked for.
-    unasked = set(rows) - {chain.provided_id for chain in chains}
-    if unasked:
-        violations.append(f"groups no client asked for: {sorted(unasked)[:5]}")
+    violations.extend(error for client in clients for error in client.errors)
+    violations.extend(check_stored(chains, stored))
+    for chain in chains:  # the sealed token opens to the one received
+        rows = groups.get(chain.provided_id, [])
+        if chain.created_seen and len(rows) == 1 and not (chain.ambiguous_end or chain.unknown_end):
+            if rows[0].token_digest == crypto.digest(chain.tokens[-1]) and (
+                rows[0].token != chain.tokens[-1]
+            ):
+                violations.append(f"{chain.provided_id}: the sealed token is not the one received")
     from tests.support.leaks import SECRET_SHAPE
 
     if SECRET_SHAPE.search(log):
         violations.append("the server log holds an API key or a group token")
 
+    told = [chain for chain in chains if chain.created_seen]
+    rotations = sum(len(chain.tokens) - 1 for chain in told)
     ambiguous = sum(chain.ambiguous_end for chain in told)
     unknown = sum(chain.unknown_end for chain in told)
     print(

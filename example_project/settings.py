@@ -100,8 +100,19 @@ if _db["ENGINE"] == "django.db.backends.postgresql" and env.bool("DATABASE_POOL"
     # with sync workers they answered faster in bench/RESULTS.md). Pooling excludes them.
     _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": 4}
     _db["CONN_MAX_AGE"] = 0
+# Options in DATABASE_URL's query string win over these (?conn_max_age=0); behind PgBouncer
+# in transaction mode add ?disable_server_side_cursors=True (docs/deployment.md).
 _db.setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
 _db.setdefault("CONN_HEALTH_CHECKS", True)
+
+# DJANGO_CACHE_URL (django-environ), e.g. redis://127.0.0.1:6379/0?key_prefix=api: the cache
+# shared by the hosts, which throttling needs. Per process by default.
+CACHES = {"default": env.cache_url("DJANGO_CACHE_URL", default="locmemcache://")}
+for _option in ("key_prefix", "timeout", "version"):
+    # django-environ leaves these in lower case for Django's own Redis backend, which
+    # reads them only in upper case.
+    if _option in CACHES["default"]:
+        CACHES["default"][_option.upper()] = CACHES["default"].pop(_option)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -130,7 +141,13 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 
 USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
+    # e.g. "600/minute", counted in the default cache; empty: no throttling.
+    "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
 }
+
+# The demo customer site (/demo/) mints embed tokens that live this long (seconds, 30 at
+# least): short, so that the dashboard's refresh without reloading is seen in a minute.
+DASHBOARDS_EMBED_TOKEN_SECONDS = env.int("DASHBOARDS_EMBED_TOKEN_SECONDS", default=60)
 
 LOGGING = {
     "version": 1,
@@ -158,6 +175,7 @@ LOGGING = {
 
 if env("DJANGO_HTTPS"):
     SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^health$"]  # the load balancer checks over plain HTTP
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True

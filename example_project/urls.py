@@ -1,8 +1,17 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+
+def health(request: HttpRequest) -> HttpResponse:
+    """For the load balancer: the process answers. No database query, so that a database
+    outage (which every host shares) does not take every host out of the balancer."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
 urlpatterns = [
+    path("health", health, name="health"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("", include("usergroups.urls")),

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 from django.db import IntegrityError, close_old_connections, connection, connections
-from django.db.utils import DataError, InterfaceError, OperationalError
+from django.db.utils import DataError, InterfaceError, InternalError, OperationalError
 
 from tests.support.api import assert_error, send
 from usergroups.exceptions import exception_handler
@@ -176,10 +176,12 @@ def test_lock_timeout(api_client, group):
     [
         (OperationalError("server closed the connection unexpectedly"), 503),
         (InterfaceError("connection already closed"), 503),
+        # psycopg's reading of a server connection cut under PgBouncer (the cluster test)
+        (InternalError("received 2 results from command 'BEGIN'"), 503),
         (IntegrityError("duplicate key"), None),
         (DataError("value too long"), None),
     ],
-    ids=["operational", "interface", "integrity", "data"],
+    ids=["operational", "interface", "internal", "integrity", "data"],
 )
 def test_only_failures_of_the_database_are_503(error, status):
     """A constraint or data error is a bug of ours: it stays a 500 (None lets Django

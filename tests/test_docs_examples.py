@@ -131,6 +131,22 @@ def test_timestamps_keys_and_prefixes_are_paired_and_throttle_seconds_are_free()
     assert values.compare("amount: 60", "amount: 59") == ["the output differs"]
 
 
+def test_embed_tokens_are_paired_like_group_tokens():
+    values = outputs.Values()
+    docs_token, run_token = "eyJhbGci.eyJzdWIi.c2lnbmF0dXJl", "eyJhbGci.eyJzdWIi.b3RoZXI"
+    assert (
+        values.compare(f'{{"embed_token":"{docs_token}"}}', f'{{"embed_token":"{run_token}"}}')
+        == []
+    )
+    assert values.in_command(f"-H 'Authorization: Embed {docs_token}'") == (
+        f"-H 'Authorization: Embed {run_token}'"
+    )
+    assert values.compare(f"Embed {docs_token}", "Embed eyJhbGci.eyJzdWIi.bmV3") == [
+        f"the docs show {docs_token} where the run gave a value new here; above, "
+        f"{docs_token} stood for another value"
+    ]
+
+
 def test_commands_are_run_with_the_runs_values_and_unknown_ones_as_written():
     values = outputs.Values()
     values.compare(TOKEN_A, RUN_1)

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.api import assert_error, client_for, send
 from tests.support.embed import EMBED_URL, mint
 from tests.support.factories import APIKeyFactory, UserGroupFactory
+from tests.support.queries import READS, WRITES, only_reads, statements
 from usergroups import services
 from usergroups.embed import keys
 
@@ -249,24 +250,25 @@ def test_mint_writes_nothing_and_reads_key_and_group(
     with CaptureQueriesContext(connection) as queries:
         with django_assert_max_num_queries(2):
             assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
-    writes = [q["sql"] for q in queries if not q["sql"].lstrip().upper().startswith("SELECT")]
-    assert writes == []
+    assert only_reads(queries)
 
 
-def test_mint_of_a_child_costs_the_hierarchys_read_on_top(api_client, recently_used_key, workspace):
+def test_mint_of_a_deep_group_costs_two_reads(
+    api_client, recently_used_key, workspace, django_assert_num_queries
+):
+    """The key, then the group with its ancestors in one statement, at any depth."""
     parent = UserGroupFactory.create(workspace=workspace)
     child = UserGroupFactory.create(workspace=workspace, parent=parent)
-    with CaptureQueriesContext(connection) as lookup:
-        services.groups.find_group(workspace.pk, child.provided_id)
-    with CaptureQueriesContext(connection) as queries:
-        assert mint(api_client, {"user_group_id": child.provided_id}).status_code == 200
-    assert len(queries) <= 1 + len(lookup)  # the key, then the group with its ancestors
-    assert all(q["sql"].lstrip().upper().startswith(("SELECT", "WITH")) for q in queries)
+    grandchild = UserGroupFactory.create(workspace=workspace, parent=child)
+    with CaptureQueriesContext(connection) as queries, django_assert_num_queries(2):
+        assert mint(api_client, {"user_group_id": grandchild.provided_id}).status_code == 200
+    assert only_reads(queries)
 
 
 def test_the_only_write_of_a_mint_is_the_keys_last_used_time(api_client, api_key, group):
     with CaptureQueriesContext(connection) as queries:
         assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
-    writes = [q["sql"] for q in queries if not q["sql"].lstrip().upper().startswith("SELECT")]
+    writes = statements(queries, WRITES)
     assert len(writes) == 1 and "last_used_at" in writes[0]
+    assert len(statements(queries, READS)) + len(writes) == len(queries)
     assert "usergroups_apikey" in writes[0]

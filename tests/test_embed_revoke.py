@@ -12,6 +12,7 @@ from tests.support.api import assert_error, client_for, rotate
 from tests.support.concurrency import run_together
 from tests.support.embed import dashboard, introspect, minted, revoke
 from tests.support.factories import APIKeyFactory, UserGroupFactory
+from tests.support.queries import statements
 from usergroups import services, signals
 from usergroups.embed import tokens
 from usergroups.group_token_auth import resolve_group_token
@@ -171,7 +172,7 @@ def test_the_signal_is_sent_after_commit_with_the_record(group, django_capture_o
 def test_revoke_costs_a_bounded_number_of_queries(api_client, recently_used_key, group):
     with CaptureQueriesContext(connection) as queries:
         revoke(api_client, {"user_group_id": group.provided_id})
-    updates = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("UPDATE")]
+    updates = statements(queries, ("UPDATE",))
     assert len(updates) == 1 and "embed_generation" in updates[0]
 
 

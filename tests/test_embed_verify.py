@@ -64,22 +64,15 @@ def test_a_good_token_costs_one_query(token, django_assert_num_queries):
         assert dashboard(token).status_code == 200
 
 
-def test_a_child_group_costs_what_its_lookup_costs(
-    api_client, workspace, django_assert_num_queries
-):
-    """One query once the group statement reads ancestors itself; today a child's
-    ancestors may take one more: whatever ``find_group`` takes, never more."""
-    parent = UserGroupFactory.create(workspace=workspace, properties={"tier": 1, "region": "EU"})
-    child = UserGroupFactory.create(workspace=workspace, parent=parent, properties={"region": "US"})
+def test_a_group_at_any_depth_costs_one_query(api_client, workspace, django_assert_num_queries):
+    """The group and its ancestors come in the one statement (sql.GROUP_BY_TEAM_ID)."""
+    root = UserGroupFactory.create(workspace=workspace, properties={"tier": 1, "region": "EU"})
+    middle = UserGroupFactory.create(workspace=workspace, parent=root, properties={"a": 1})
+    child = UserGroupFactory.create(workspace=workspace, parent=middle, properties={"region": "US"})
     token = minted(api_client, child.provided_id, params={"year": 2026})
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    with CaptureQueriesContext(connection) as lookup:
-        services.groups.find_group(workspace.pk, child.provided_id)
-    with django_assert_num_queries(len(lookup)):
+    with django_assert_num_queries(1):
         response = dashboard(token)
-    assert response.data["variables"] == {"tier": 1, "region": "US", "year": 2026}
+    assert response.data["variables"] == {"tier": 1, "a": 1, "region": "US", "year": 2026}
 
 
 def test_params_are_laid_over_the_computed_properties(api_client, group):

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, InternalError, OperationalError
 from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
@@ -57,9 +57,11 @@ logger = logging.getLogger(__name__)
 def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
     if isinstance(exc, exceptions.APIException):
         return exc
-    if isinstance(exc, OperationalError | InterfaceError):
-        # Failures of the database, not of the request: worth a retry. IntegrityError
-        # and DataError are not here: races are settled in services, so those are bugs.
+    if isinstance(exc, OperationalError | InterfaceError | InternalError):
+        # Failures of the database, not of the request: worth a retry. InternalError is
+        # here for a connection whose server side was cut under a pooler (psycopg:
+        # "received 2 results from command 'BEGIN'" behind PgBouncer). IntegrityError
+        # and DataError are not: races are settled in services, so those are bugs.
         # The class and first line name the failure; the message holds no secret.
         logger.warning(
             "Database failure answered 503: %s: %s",

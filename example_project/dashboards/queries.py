@@ -45,13 +45,16 @@ class SalesResult:
     rows: list[dict[str, Any]]
 
 
-def dashboard_variables(group: GroupRecord) -> dict[str, Any]:
-    """The group's properties as variables; ``regions`` may be one value or a list.
+def dashboard_variables(
+    group: GroupRecord, variables: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The group's properties as variables (or ``variables``, an embed token's: the
+    computed properties with its params on top); ``regions`` may be one value or a list.
 
     A missing ``regions`` stays missing: render_sql then refuses the query, rather than
     a group without a filter seeing every row.
     """
-    variables = group_variables(group)
+    variables = group_variables(group) if variables is None else dict(variables)
     if "regions" in variables and not isinstance(variables["regions"], list | tuple):
         variables["regions"] = [variables["regions"]]  # null: [None], IN (NULL), no rows
     return variables
@@ -88,14 +91,15 @@ def check_variables(model, variables: dict[str, Any], connection) -> None:
                 )
 
 
-def sales_rows(group: GroupRecord) -> SalesResult:
-    """Run the query for ``group`` on its data source. Raises NoDataSource, and
-    VariableError for a value the query cannot take, before running it."""
+def sales_rows(group: GroupRecord, variables: dict[str, Any] | None = None) -> SalesResult:
+    """Run the query for ``group`` on its data source, with its properties as variables
+    unless ``variables`` are given. Raises NoDataSource, and VariableError for a value
+    the query cannot take, before running it."""
     source = data_source_for(group, SCHEMA_ID)
     model = DATA_SOURCES.get(source) if isinstance(source, str) else None
     if model is None:
         raise NoDataSource(source)
-    variables = dashboard_variables(group)
+    variables = dashboard_variables(group, variables)
     using = router.db_for_read(model)
     connection = connections[using]
     quote = connection.ops.quote_name

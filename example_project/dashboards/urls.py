@@ -1,11 +1,14 @@
 from django.urls import path
 
-from . import views
+from . import customer_site, views
 
 app_name = "dashboards"
 
 urlpatterns = [
-    path("demo/", views.customer_site, name="customer-site"),
+    # The customer's side: its page and its backend's token minting.
+    path("demo/", customer_site.customer_site, name="customer-site"),
+    path("demo/embed-token/", customer_site.mint_embed_token, name="customer-embed-token"),
+    # The host's side: the framed dashboard and its data endpoint.
     path("embed/dashboard/", views.embed_dashboard, name="embed-dashboard"),
     path("embed/api/sales/", views.SalesDataView.as_view(), name="sales-data"),
 ]

@@ -13,9 +13,11 @@ STATUS_LINE = re.compile(r"HTTP/[\d.]+ \d{3}\b.*")
 INFORMATIONAL = re.compile(r"HTTP/[\d.]+ 1\d\d\b")
 HEADER_LINE = re.compile(r"([A-Za-z0-9-]+): (.*)")
 
-# What a run makes anew. A key prefix is a key's first 12 characters, alone.
+# What a run makes anew. A key prefix is a key's first 12 characters, alone. An embed
+# token is a JWT: three base64url parts, the first two JSON objects ("eyJ" is '{"').
 VALUES = re.compile(
-    r"(?P<key>ugk_[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])"
+    r"(?P<embed_token>eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+)(?![A-Za-z0-9_-])"
+    r"|(?P<key>ugk_[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])"
     r"|(?P<prefix>ugk_[A-Za-z0-9_-]{8})(?![A-Za-z0-9_-])"
     r"|(?P<token>ugt_[A-Za-z0-9_-]{43})(?![A-Za-z0-9_-])"
     r"|(?P<timestamp>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))"

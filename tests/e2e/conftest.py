@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from example_project.dashboards.demo import seed_demo_groups
+from example_project.dashboards.sources import ensure_sample_data
+from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from tests.support.services import CHROMIUM
 
 # Playwright's sync API runs an asyncio loop in this thread for the rest of the session,
@@ -102,3 +105,30 @@ def admin_login(page, live_server, django_user_model, screenshot):
 
     login.user = user
     return login
+
+
+@pytest.fixture
+def demo(transactional_db, settings):
+    """What ``make demo`` sets up: the demo workspace, its groups, the sample rows, and
+    an API key for the customer site's backend. Returns ``(workspace, API key)``."""
+    settings.DASHBOARDS_DEMO_SITE = True
+    ensure_sample_data()
+    workspace = WorkspaceFactory(slug="demo", name="Demo")
+    seed_demo_groups(workspace)
+    return workspace, APIKeyFactory(workspace=workspace, name="customer site backend").key
+
+
+@pytest.fixture
+def watched(page):
+    """Every request the browser makes (frames included) and every script error or CSP
+    violation."""
+    seen = {"requests": [], "problems": []}
+    page.on("request", lambda request: seen["requests"].append(request))
+    page.on("pageerror", lambda error: seen["problems"].append(f"page error: {error}"))
+
+    def console(message):
+        if "Content Security Policy" in message.text or message.type == "warning":
+            seen["problems"].append(f"console {message.type}: {message.text}")
+
+    page.on("console", console)
+    return seen

@@ -15,6 +15,14 @@ another test module or a conftest.
   ``manage.py`` in a subprocess.
 - :mod:`tests.support.gunicorn`: that project under gunicorn on a free loopback port.
 - :mod:`tests.support.http`: requests to such a server over real HTTP.
+- :mod:`tests.support.ledger` and :mod:`tests.support.load`: load from clients that keep a
+  ledger of what the server told them, checked against the database after faults (the
+  fault test in .ci/ and the cluster's).
+- :mod:`tests.support.postgres`: the machine's PostgreSQL administered directly (a run's
+  database, its groups read with SQL, its backends terminated).
+- :mod:`tests.support.cluster`: three app hosts behind HAProxy on PgBouncer and Redis,
+  built from :mod:`~tests.support.netns`, :mod:`~tests.support.haproxy` and
+  :mod:`~tests.support.pgbouncer`; :mod:`tests.support.throughput` measures it with wrk.
 
 The modules the scripts use (deployment, gunicorn, http) import neither Django nor pytest
 at import time, so ``bench`` and ``.ci`` can load them outside a test run.

@@ -34,9 +34,24 @@ def _no_control_socket() -> list[str]:
     return ["--no-control-socket"] if "control_socket_disable" in names else []
 
 
+# Servers are on loopback or in namespaces of this machine: never through a proxy.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:  # nothing left in it
+        pass
+
+
 class Gunicorn:
     """``gunicorn APP`` with ``workers`` sync workers on a free loopback port, its output
-    appended to ``log_path``; ``extra_args`` go to gunicorn as given."""
+    appended to ``log_path``; ``extra_args`` go to gunicorn as given.
+
+    The cluster (tests/support/cluster.py) runs one in each network namespace: there
+    ``launcher`` (``ip netns exec NAME``, which execs, so the process is gunicorn's master)
+    starts it, bound to the namespace's ``host`` on a fixed ``port``."""
 
     def __init__(
         self,
@@ -45,23 +60,27 @@ class Gunicorn:
         workers: int,
         *extra_args: str,
         app: str = "example_project.wsgi",
+        host: str = HOST,
+        port: int = 0,
+        launcher: tuple[str, ...] = (),
     ) -> None:
         self.env, self.log_path, self.workers, self.extra_args = env, log_path, workers, extra_args
-        self.app = app
+        self.app, self.host, self.fixed_port, self.launcher = app, host, port, launcher
         self.process: subprocess.Popen[bytes] | None = None
-        self.port = 0
+        self.port = port
 
     @property
     def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 40) -> "Gunicorn":
         log = open(self.log_path, "ab")
         try:
             for _attempt in range(3):  # the port may be taken between free_port() and bind
-                self.port = free_port()
+                self.port = self.fixed_port or free_port()
                 self.process = subprocess.Popen(
                     [
+                        *self.launcher,
                         sys.executable,
                         "-m",
                         "gunicorn",
@@ -71,7 +90,7 @@ class Gunicorn:
                         "--worker-class",
                         "sync",
                         "--bind",
-                        f"{HOST}:{self.port}",
+                        f"{self.host}:{self.port}",
                         "--timeout",
                         "30",
                         "--graceful-timeout",
@@ -104,7 +123,7 @@ class Gunicorn:
                 return False
             try:
                 # Any HTTP answer (401 without a key) means a worker is serving.
-                urllib.request.urlopen(f"{self.base_url}/api/user", timeout=5)
+                _NO_PROXY.open(f"{self.base_url}/api/user", timeout=5)
             except urllib.error.HTTPError:
                 return True
             except OSError:
@@ -129,13 +148,17 @@ class Gunicorn:
 
     def stop(self) -> None:
         process = self.process
-        if process is None or process.poll() is not None:
+        if process is None:
             return
-        os.killpg(process.pid, signal.SIGTERM)
+        if process.poll() is not None:
+            # The master is gone (killed): its workers may live on in its process group.
+            kill_group(process.pid, signal.SIGKILL)
+            return
+        kill_group(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
 
     def log(self) -> str:

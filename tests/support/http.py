@@ -7,6 +7,7 @@ pytest-django's ``live_server``); in-process tests use :mod:`tests.support.api`.
 import json
 import urllib.error
 import urllib.request
+from email.message import Message
 from typing import Any
 
 API_PATH = "/api/user"
@@ -25,20 +26,37 @@ def call_api(
     and decoded JSON answer (``{"raw": ...}`` with the first 500 characters of an answer
     that is not JSON, such as a proxy's or gunicorn's own error page). A connection that
     fails raises ``OSError``."""
+    status, payload, _headers = exchange(
+        base_url, method, body, f"Token {api_key}", path=path, timeout=timeout
+    )
+    return status, payload
+
+
+def exchange(
+    base_url: str,
+    method: str,
+    body: dict[str, Any] | None,
+    authorization: str,
+    *,
+    path: str = API_PATH,
+    timeout: float = 10,
+) -> tuple[int, Any, Message]:
+    """Like :func:`call_api` with any ``Authorization`` (``Embed <token>``), and the
+    answer's headers too (a proxy's ``X-Served-By``); ``body`` None sends none."""
     request = urllib.request.Request(
         f"{base_url}{path}",
-        data=json.dumps(body).encode(),
+        data=None if body is None else json.dumps(body).encode(),
         method=method,
-        headers={"Authorization": f"Token {api_key}", "Content-Type": "application/json"},
+        headers={"Authorization": authorization, "Content-Type": "application/json"},
     )
     # No proxy from the environment: the server is on loopback.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=timeout) as response:
-            return response.status, _decoded(response.read())
+            return response.status, _decoded(response.read()), response.headers
     except urllib.error.HTTPError as error:
         with error:
-            return error.code, _decoded(error.read())
+            return error.code, _decoded(error.read()), error.headers
 
 
 def _decoded(raw: bytes) -> Any:

@@ -22,6 +22,7 @@ from .common import (
     subquery_count,
     when,
 )
+from .embed_revocation import EmbedRevocationMixin
 from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
 from .rotation import TokenRotationMixin
 
@@ -74,7 +75,7 @@ class UserGroupChangeList(ChangeList):
 
 
 @admin.register(UserGroup)
-class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
+class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixin, GroupAdminBase):
     form = UserGroupAdminForm
     inlines = [SchemaMappingInline]
     change_form_template = "usergroups/admin/usergroup/change_form.html"
@@ -96,7 +97,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     list_select_related = ["workspace"]
     # Searched with search_fields; the form keeps the parent in the group's workspace.
     autocomplete_fields = ["parent"]
-    actions = ["rotate_tokens"]
+    actions = ["rotate_tokens", "revoke_embed_tokens"]
     empty_value_display = "—"
 
     @property
@@ -149,11 +150,20 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
                     "dashboards. Rotating it makes the current one stop working at once.",
                 },
             ),
+            (
+                "Embed tokens",
+                {
+                    "fields": ["embed_tokens_revoked"],
+                    "description": "Short-lived tokens minted for the browser "
+                    "(POST /api/user/embed-token). Revoking them refuses every one minted "
+                    "so far, at once; rotating the token or deleting the group does too.",
+                },
+            ),
             ("Record", {"fields": ["created", "updated"]}),
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: UserGroup | None = None) -> list[str]:
-        fields = ["team_id", "created", "updated", "rotated"]
+        fields = ["team_id", "created", "updated", "rotated", "embed_tokens_revoked"]
         fields += ["computed_properties", "computed_mapping"]
         fields += ["current_token", "hidden_token"]
         if obj is not None:
@@ -197,6 +207,10 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, GroupAdminBase):
     @admin.display(description=_("Token rotated"), ordering="token_rotated_at")
     def rotated(self, obj: UserGroup) -> str:
         return when(obj.token_rotated_at, empty="Never")
+
+    @admin.display(description=_("Embed tokens last revoked"))
+    def embed_tokens_revoked(self, obj: UserGroup) -> str:
+        return when(obj.embed_tokens_revoked_at, empty=str(_("Never")))
 
     @admin.display(description=_("Current token"))
     def current_token(self, obj: UserGroup) -> str | SafeString:

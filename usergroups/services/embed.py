@@ -84,8 +84,9 @@ def mint_embed_token(
 
 def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
     """The grant of verified ``claims`` if their group still exists and has not revoked
-    them since: one indexed query (by primary key, with what the group inherits)."""
-    group = hierarchy.record_from_rows(sql.GROUP_BY_TEAM_ID.fetch([claims.team_id])[1])
+    them since: one indexed query (by primary key, with what the group inherits, at any
+    depth)."""
+    group = hierarchy.read_group(sql.GROUP_BY_TEAM_ID, [claims.team_id])
     if group is None or group.embed_generation != claims.generation:
         return None
     return EmbedGrant(group, claims)
@@ -127,7 +128,7 @@ def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
         UserGroup.objects.filter(pk=team_id).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
         )
-        record = hierarchy.record_from_rows(sql.GROUP_BY_TEAM_ID.fetch([team_id])[1])
+        record = hierarchy.read_group(sql.GROUP_BY_TEAM_ID, [team_id])
     if record is None:  # a read of the row this transaction holds locked: never
         return None
     send_on_commit(embed_tokens_revoked, group=record)

@@ -1,5 +1,11 @@
-// The embedded dashboard: wait for the group token from the customer site, fetch the
-// group's rows with it in the Authorization header, draw a chart and a table.
+// The embedded dashboard: take an embed token from the customer site (its parent frame),
+// fetch the group's rows with it in the Authorization header, draw a chart and a table.
+//
+// Embed tokens are short-lived. At two thirds of a token's life (and when the host
+// answers 401 token_expired) the dashboard asks its parent for a fresh one and swaps it
+// in: no reload, so the region filter and everything else on the page stay as they are.
+// A token refused otherwise (401 authentication_failed: revoked, e.g. the group's token
+// was rotated) ends the session: "Access revoked".
 (() => {
   "use strict";
 
@@ -13,7 +19,11 @@
   const numbers = new Intl.NumberFormat("en-US");
   const COLORS = ["#4f6bed", "#16a085", "#f29d38", "#c2417f", "#7a8699", "#8e5cd9"];
   const SVG = "http://www.w3.org/2000/svg";
-  let token = null;
+  let token = null; // the current embed token
+  let refreshTimer = null;
+  let waitingForToken = false; // a data request waits for a fresh token
+  let current = null; // the last answer, drawn through the filters
+  const filters = { region: "" };
 
   function toParent(message) {
     if (window.parent === window) return;
@@ -44,14 +54,48 @@
     setState(state);
   }
 
-  async function load() {
+  // The claims of a JWT (readable by whoever holds it), or null if it is not one.
+  function claimsOf(jwt) {
+    try {
+      const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      return JSON.parse(atob(part + "=".repeat((4 - (part.length % 4)) % 4)));
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function askForToken() {
+    toParent({ type: "usergroups:token-request" });
+  }
+
+  function acceptToken(newToken, seconds) {
+    const retry = waitingForToken;
+    const first = token === null;
+    token = newToken;
+    waitingForToken = false;
+    root.dataset.tokens = String(Number(root.dataset.tokens || 0) + 1);
+    clearTimeout(refreshTimer);
+    // The next one is asked for at two thirds of this one's life: in time even when the
+    // customer site's backend is slow to mint.
+    if (seconds > 0) refreshTimer = setTimeout(askForToken, (seconds * 1000 * 2) / 3);
+    if (first || retry) load(retry);
+  }
+
+  function endSession(state, title, text) {
+    clearTimeout(refreshTimer);
+    token = null;
+    waitingForToken = false;
+    showError(state, title, text);
+  }
+
+  async function load(retry = false) {
     if (token === null) return;
     setState("loading");
     let response;
     let body = null;
     try {
       response = await fetch(salesUrl, {
-        headers: { Authorization: `GroupToken ${token}`, Accept: "application/json" },
+        headers: { Authorization: `Embed ${token}`, Accept: "application/json" },
         credentials: "omit",
         cache: "no-store",
       });
@@ -60,12 +104,20 @@
       showError("error", "Unreachable.", "The dashboard could not reach its server.");
       return;
     }
+    const code = body && body.error ? body.error.code : "";
+    if (response.status === 401 && code === "token_expired" && !retry) {
+      // Expired (the computer slept, say): ask for a fresh token, then load again.
+      waitingForToken = true;
+      setState("refreshing");
+      askForToken();
+      return;
+    }
     if (response.status === 401) {
-      showError(
-        "refused",
-        "Access refused.",
-        "This dashboard's token is no longer valid: it was rotated or its group deleted. " +
-          "Reload the page to get a fresh one.",
+      endSession(
+        "revoked",
+        "Access revoked.",
+        "This dashboard's access was revoked: the group's token was rotated, its embed " +
+          "tokens revoked or the group deleted. Reload the page to start again.",
       );
       return;
     }
@@ -74,7 +126,8 @@
       showError("error", "No data.", message);
       return;
     }
-    render(body);
+    current = body;
+    draw();
   }
 
   function cell(row, text, className) {
@@ -83,11 +136,25 @@
     if (className) td.className = className;
   }
 
-  function render(data) {
-    const rows = data.rows;
+  // The region filter offers the regions of the data; a choice the data still has stays.
+  function fillRegionFilter(regions) {
+    const select = $("region-filter");
+    if (!regions.includes(filters.region)) filters.region = "";
+    const all = new Option("All regions", "");
+    select.replaceChildren(all, ...regions.map((region) => new Option(region, region)));
+    select.value = filters.region;
+    select.disabled = false;
+  }
+
+  function draw() {
+    const data = current;
+    const allRegions = [...new Set(data.rows.map((row) => row.region))].sort();
+    fillRegionFilter(allRegions);
+    const rows = data.rows.filter((row) => !filters.region || row.region === filters.region);
     const regions = [...new Set(rows.map((row) => row.region))].sort();
     const months = [...new Set(rows.map((row) => row.month))].sort();
-    const color = new Map(regions.map((region, i) => [region, COLORS[i % COLORS.length]]));
+    // A region keeps its colour whatever the filter shows.
+    const color = new Map(allRegions.map((region, i) => [region, COLORS[i % COLORS.length]]));
     const totals = new Map(); // "month|region" -> amount
     const byMonth = new Map();
     for (const row of rows) {
@@ -211,13 +278,21 @@
   window.addEventListener("message", (event) => {
     if (event.source !== window.parent || !parentOrigins.has(event.origin)) return;
     const message = event.data || {};
-    if (message.type === "usergroups:token" && typeof message.token === "string") {
-      token = message.token;
-      $("dash-sub").textContent = "Loading…";
-      load();
+    if (message.type === "usergroups:embed-token" && typeof message.token === "string") {
+      // A token locked to another site than the one handing it over is not this frame's.
+      const claims = claimsOf(message.token);
+      if (!claims || (claims.origin && claims.origin !== event.origin)) return;
+      if (token === null && !waitingForToken) $("dash-sub").textContent = "Loading…";
+      acceptToken(message.token, Number(message.expiresIn) || claims.exp - claims.iat);
+    } else if (message.type === "usergroups:embed-token-refused") {
+      endSession("refused", "No access.", "The customer site could not get a token for this dashboard.");
     }
   });
-  $("refresh").addEventListener("click", load);
+  $("refresh").addEventListener("click", () => load());
+  $("region-filter").addEventListener("change", (event) => {
+    filters.region = event.target.value;
+    if (current) draw();
+  });
 
   // The frame takes the dashboard's own height (not the document's, which is never
   // less than the frame's), so it can shrink too.
@@ -228,7 +303,7 @@
   if (window.parent === window) {
     $("dash-sub").textContent = "";
     $("refresh").hidden = true;
-    showStatus("info", "Embedded only.", "A customer site frames this page and hands it a group token; open /demo/.");
+    showStatus("info", "Embedded only.", "A customer site frames this page and hands it an embed token; open /demo/.");
   } else {
     toParent({ type: "usergroups:ready" });
   }
