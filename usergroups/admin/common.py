@@ -35,7 +35,7 @@ from django.forms import Media
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
@@ -250,3 +250,14 @@ def readable_json(value: Any) -> str:
     compact = compact_json(value)
     indented = json.dumps(value, indent=2, ensure_ascii=False)
     return indented if len(indented) <= 2 * len(compact) else compact
+
+
+def object_page_url(model_admin: Any, segment: str, view: Any, action: str) -> URLPattern:
+    """The URL of an admin page about one object (``<object_id>/<segment>/``), behind the
+    admin site's login and named as Django names its own: ``app_model_<action>``."""
+    opts = model_admin.model._meta
+    return path(
+        f"<path:object_id>/{segment}/",
+        model_admin.admin_site.admin_view(view),
+        name=f"{opts.app_label}_{opts.model_name}_{action}",
+    )

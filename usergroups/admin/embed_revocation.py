@@ -15,13 +15,13 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from ..models import UserGroup
 from ..services import embed
-from .common import confirmation_response, missing_object_redirect
+from .common import confirmation_response, missing_object_redirect, object_page_url
 
 if TYPE_CHECKING:
     EmbedRevocationBase = admin.ModelAdmin[UserGroup]
@@ -45,12 +45,9 @@ class EmbedRevocationMixin(EmbedRevocationBase):
     to its ``actions``."""
 
     def get_urls(self) -> list[URLPattern]:
-        opts = self.model._meta
         return [
-            path(
-                "<path:object_id>/revoke-embed-tokens/",
-                self.admin_site.admin_view(self.revoke_embed_tokens_view),
-                name=f"{opts.app_label}_{opts.model_name}_revoke_embed_tokens",
+            object_page_url(
+                self, "revoke-embed-tokens", self.revoke_embed_tokens_view, "revoke_embed_tokens"
             ),
             *super().get_urls(),
         ]

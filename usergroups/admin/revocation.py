@@ -12,13 +12,13 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from ..models import APIKey
 from ..services import keys
-from .common import confirmation_response, missing_object_redirect
+from .common import confirmation_response, missing_object_redirect, object_page_url
 
 if TYPE_CHECKING:
     RevocationBase = admin.ModelAdmin[APIKey]
@@ -39,13 +39,8 @@ class KeyRevocationMixin(RevocationBase):
     ``actions``."""
 
     def get_urls(self) -> list[URLPattern]:
-        opts = self.model._meta
         return [
-            path(
-                "<path:object_id>/revoke/",
-                self.admin_site.admin_view(self.revoke_view),
-                name=f"{opts.app_label}_{opts.model_name}_revoke",
-            ),
+            object_page_url(self, "revoke", self.revoke_view, "revoke"),
             *super().get_urls(),
         ]
 

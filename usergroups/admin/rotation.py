@@ -13,14 +13,14 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from .. import services
 from ..conf import usergroups_settings
 from ..models import UserGroup
-from .common import confirmation_response, missing_object_redirect
+from .common import confirmation_response, missing_object_redirect, object_page_url
 
 if TYPE_CHECKING:
     RotationBase = admin.ModelAdmin[UserGroup]
@@ -33,13 +33,8 @@ class TokenRotationMixin(RotationBase):
     its ``actions``."""
 
     def get_urls(self) -> list[URLPattern]:
-        opts = self.model._meta
         return [
-            path(
-                "<path:object_id>/rotate-token/",
-                self.admin_site.admin_view(self.rotate_token_view),
-                name=f"{opts.app_label}_{opts.model_name}_rotate_token",
-            ),
+            object_page_url(self, "rotate-token", self.rotate_token_view, "rotate_token"),
             *super().get_urls(),
         ]
 

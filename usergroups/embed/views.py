@@ -27,11 +27,15 @@ JWKS_MAX_AGE = 300
 _NO_GROUP = _("No user group of this workspace has this id.")
 
 
-class EmbedTokenView(WorkspaceAPIView):
-    """POST: a new embed token for one of the workspace's groups."""
+class EmbedScopeView(WorkspaceAPIView):
+    """A POST-only endpoint of the workspace's API that needs the ``embed`` scope."""
 
     http_method_names = ["post"]
     required_scopes = {"POST": scopes.EMBED}
+
+
+class EmbedTokenView(EmbedScopeView):
+    """POST: a new embed token for one of the workspace's groups."""
 
     def post(self, request: Request) -> Response:
         serializer = MintRequestSerializer(data=request.data)
@@ -65,11 +69,8 @@ class EmbedTokenView(WorkspaceAPIView):
         )
 
 
-class EmbedTokenIntrospectView(WorkspaceAPIView):
+class EmbedTokenIntrospectView(EmbedScopeView):
     """POST: whether an embed token is active for this workspace, and what it grants."""
-
-    http_method_names = ["post"]
-    required_scopes = {"POST": scopes.EMBED}
 
     def post(self, request: Request) -> Response:
         serializer = EmbedTokenRequestSerializer(data=request.data)
@@ -80,11 +81,8 @@ class EmbedTokenIntrospectView(WorkspaceAPIView):
         return Response(active_answer(grant))
 
 
-class EmbedTokenRevokeView(WorkspaceAPIView):
+class EmbedTokenRevokeView(EmbedScopeView):
     """POST: revoke every embed token minted so far for a group."""
-
-    http_method_names = ["post"]
-    required_scopes = {"POST": scopes.EMBED}
 
     def post(self, request: Request) -> Response:
         serializer = RevokeRequestSerializer(data=request.data)
