@@ -42,6 +42,9 @@ class Query(NamedTuple):
     columns: list[Field]
     #: The model fields each ``%s`` stands for, in order.
     params: list[Field]
+    #: How many leading columns rows with the same first column repeat (a group's
+    #: columns on each of its mapping rows): converted once per group, not per row.
+    shared: int = 0
 
 
 class Table:
@@ -133,7 +136,7 @@ class Statement:
             ]
         rows = fetch_all(connection, prepared.sql, params)
         if prepared.converters and rows:
-            rows = [prepared.convert(row, connection) for row in rows]
+            rows = prepared.convert_rows(rows, connection)
         return using, rows
 
 
@@ -158,7 +161,8 @@ class GroupStatement(Statement):
             f" WHERE {self.where.format_map(group)}"
             f" ORDER BY {group['team_id']}, {mapping['schema_id']}"
         )
-        return Query(sql + self._lock(connection, group), columns, self._params(group))
+        query = Query(sql + self._lock(connection, group), columns, self._params(group))
+        return query._replace(shared=len(RECORD_FIELDS))
 
 
 class LineageStatement(Statement):
@@ -207,7 +211,7 @@ class LineageStatement(Statement):
         team_id = group.field("team_id")
         columns = [group.field(name) for name in RECORD_FIELDS]
         columns += [mapping.field("schema_id"), mapping.field("data_source_id"), team_id]
-        return Query(sql, columns, [*self._params(group), team_id])
+        return Query(sql, columns, [*self._params(group), team_id], shared=len(RECORD_FIELDS))
 
     def extra_params(self) -> list[Any]:
         return [walk_limit()]
@@ -299,6 +303,7 @@ class _Prepared(NamedTuple):
     sql: str
     converters: list[Converter]
     adapters: list[Any] | None
+    shared: int = 0
 
     @classmethod
     def of(cls, query: Query, connection: BaseDatabaseWrapper) -> "_Prepared":
@@ -311,11 +316,31 @@ class _Prepared(NamedTuple):
             if functions:
                 converters.append((index, functions, column))
         adapters = [_adapter(field, connection) for field in query.params]
-        return cls(query.sql, converters, adapters if any(adapters) else None)
+        return cls(query.sql, converters, adapters if any(adapters) else None, query.shared)
 
     def convert(self, row: Row, connection: BaseDatabaseWrapper) -> Row:
-        values = list(row)
-        for index, functions, column in self.converters:
+        return self._converted(list(row), self.converters, connection)
+
+    def convert_rows(self, rows: list[Row], connection: BaseDatabaseWrapper) -> list[Row]:
+        """Every row converted; a row repeating the row before's first ``shared`` columns
+        (the same group) takes them as converted already."""
+        if not self.shared:
+            return [self.convert(row, connection) for row in rows]
+        tail = [converter for converter in self.converters if converter[0] >= self.shared]
+        converted: list[Row] = []
+        for index, row in enumerate(rows):
+            if index and row[0] == rows[index - 1][0]:
+                values = [*converted[-1][: self.shared], *row[self.shared :]]
+                converted.append(self._converted(values, tail, connection))
+            else:
+                converted.append(self.convert(row, connection))
+        return converted
+
+    @staticmethod
+    def _converted(
+        values: list[Any], converters: list[Converter], connection: BaseDatabaseWrapper
+    ) -> Row:
+        for index, functions, column in converters:
             value = values[index]
             for function in functions:
                 value = function(value, column, connection)
