@@ -109,8 +109,7 @@ class Cluster:
             self.database_url(),
             DJANGO_ALLOWED_HOSTS=f"{HOST},{self.network.address(index)}",
             DJANGO_CACHE_URL=f"redis://{self.relay}/{REDIS_DB}?key_prefix={self.key_prefix}",
-            USERGROUPS_PREPARED_STATEMENTS="false",
-            **overrides,
+            **{"USERGROUPS_PREPARED_STATEMENTS": "false", **overrides},
         )
 
     def start(self) -> "Cluster":
