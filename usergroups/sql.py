@@ -134,7 +134,7 @@ class Statement:
                 adapt(value) if adapt else value
                 for value, adapt in zip(params, prepared.adapters, strict=True)
             ]
-        rows = fetch_all(connection, prepared.sql, params)
+        rows = fetch_all(connection, prepared.sql, prepared.bind(params))
         if prepared.converters and rows:
             rows = prepared.convert_rows(rows, connection)
         return using, rows
@@ -280,7 +280,7 @@ class TreeStatement(Statement):
             prepared = _Prepared.of(self.build_for(connection, len(params)), connection)
             if len(params) == 1:
                 self._prepared[key] = prepared
-        rows = fetch_all(connection, prepared.sql, [*params, walk_limit()])
+        rows = fetch_all(connection, prepared.sql, prepared.bind([*params, walk_limit()]))
         if prepared.converters and rows:
             rows = [prepared.convert(row, connection) for row in rows]
         return using, rows
@@ -304,6 +304,8 @@ class _Prepared(NamedTuple):
     converters: list[Converter]
     adapters: list[Any] | None
     shared: int = 0
+    #: Parameters by name (SQLite): see :func:`_by_name`.
+    named: bool = False
 
     @classmethod
     def of(cls, query: Query, connection: BaseDatabaseWrapper) -> "_Prepared":
@@ -316,7 +318,18 @@ class _Prepared(NamedTuple):
             if functions:
                 converters.append((index, functions, column))
         adapters = [_adapter(field, connection) for field in query.params]
-        return cls(query.sql, converters, adapters if any(adapters) else None, query.shared)
+        named = connection.vendor == "sqlite"
+        return cls(
+            _by_name(query.sql) if named else query.sql,
+            converters,
+            adapters if any(adapters) else None,
+            query.shared,
+            named,
+        )
+
+    def bind(self, params: Sequence[Any]) -> Sequence[Any] | dict[str, Any]:
+        """``params`` as the statement takes them."""
+        return {f"p{i}": value for i, value in enumerate(params)} if self.named else params
 
     def convert(self, row: Row, connection: BaseDatabaseWrapper) -> Row:
         return self._converted(list(row), self.converters, connection)
@@ -346,6 +359,14 @@ class _Prepared(NamedTuple):
                 value = function(value, column, connection)
             values[index] = value
         return tuple(values)
+
+
+def _by_name(sql: str) -> str:
+    """``sql`` with its ``%s`` as ``%(p0)s``, ``%(p1)s``...: Django's SQLite cursor turns
+    ``%s`` into ``?`` with a regular expression over the whole statement on every
+    execution (30 µs for a lineage statement), named ones with one ``%`` (2 µs)."""
+    parts = sql.split("%s")
+    return "".join(f"{part}%(p{i})s" for i, part in enumerate(parts[:-1])) + parts[-1]
 
 
 def _adapter(field: Field, connection: BaseDatabaseWrapper) -> Any:
