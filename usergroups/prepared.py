@@ -17,7 +17,7 @@ outside a transaction runs again unprepared, so the request still succeeds.
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from django.db import DatabaseError
@@ -78,7 +78,9 @@ def _cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
     return wrapper
 
 
-def fetch_all(connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any]) -> list[Any]:
+def fetch_all(
+    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | Mapping[str, Any]
+) -> list[Any]:
     """The rows of ``sql`` run with ``params``, prepared where :func:`preparing` allows."""
     try:
         with _cursor(connection) as cursor:
