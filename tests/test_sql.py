@@ -13,7 +13,7 @@ from django.utils import timezone
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from usergroups import crypto, sql
 from usergroups.models import APIKey, UserGroup
-from usergroups.records import RECORD_FIELDS, GroupRecord
+from usergroups.records import INHERITED_FIELDS, RECORD_FIELDS, GroupRecord
 
 # Schema ids whose code point order differs from a dictionary's (case, accents, "_").
 SCHEMA_IDS = ["zeta", "Alpha", "alpha", "ä", "_x", "B", "mid"]
@@ -93,9 +93,21 @@ def orm_lineage(condition: Q) -> list[tuple]:
     group = UserGroup.objects.filter(condition).first()
     distance = 0
     while group is not None:
-        rows += [(*row, distance) for row in orm_groups(Q(pk=group.pk))]
+        rows += [(*inherited(row, distance), distance) for row in orm_groups(Q(pk=group.pk))]
         group, distance = group.parent, distance + 1
     return rows
+
+
+def inherited(row: tuple, distance: int) -> tuple:
+    """A group statement's row as a lineage statement lays out an ancestor's (distance
+    over 0): only INHERITED_FIELDS and the mapping entry, the other columns NULL."""
+    if distance == 0:
+        return row
+    kept = {RECORD_FIELDS.index(name) for name in INHERITED_FIELDS}
+    return tuple(
+        value if index in kept or index >= len(RECORD_FIELDS) else None
+        for index, value in enumerate(row)
+    )
 
 
 def orm_keys(condition: Q) -> list[tuple]:

@@ -56,6 +56,9 @@ RECORD_FIELDS = (
     "embed_generation",
 )
 _COUNT = len(RECORD_FIELDS)
+#: What an ancestor's rows carry in a lineage statement (its other columns are NULL): what
+#: a child inherits, and what links the chain.
+INHERITED_FIELDS = ("team_id", "provided_id", "properties", "parent_id")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ A group statement selects :data:`~usergroups.records.RECORD_FIELDS` of the group
 ``schema_id`` and ``data_source_id`` of its mappings (an outer join: a group without
 any has one row of NULLs there), ordered by group and schema id: the rows
 :meth:`~usergroups.records.GroupRecord.from_rows` reads. A lineage statement gives the
-same rows for the group and each of its ancestors, then their distance from the group
-(0 for itself): a child's record in one query, at any depth.
+same rows for the group and each of its ancestors (only what a child inherits:
+:data:`~usergroups.records.INHERITED_FIELDS`, the other columns NULL), then their
+distance from the group (0 for itself): a child's record in one query, at any depth.
 """
 
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ from django.db.models.expressions import Col
 from .conf import usergroups_settings
 from .models import APIKey, SchemaMapping, UserGroup
 from .prepared import fetch_all
-from .records import RECORD_FIELDS
+from .records import INHERITED_FIELDS, RECORD_FIELDS
 
 Row = tuple[Any, ...]
 
@@ -192,7 +193,13 @@ class LineageStatement(Statement):
             f" JOIN {group} ON {group['team_id']} = l.{group.column('parent')}"
             f" WHERE l.distance < %s)"
         )
-        select = ", ".join(f"l.{name}" for name in names)
+        # An ancestor's own columns are not read (no token, no times to load): NULL.
+        select = ", ".join(
+            f"l.{column}"
+            if name in INHERITED_FIELDS
+            else f"CASE WHEN l.distance = 0 THEN l.{column} END"
+            for name, column in zip(RECORD_FIELDS, names, strict=True)
+        )
         mappings = f"{mapping['schema_id']}, {mapping['data_source_id']}"
         if connection.vendor == "postgresql":
             # PostgreSQL cannot estimate a recursive CTE's rows, and joined the mappings by
