@@ -237,8 +237,9 @@ def key_lookups():
     seen = []
 
     def record(execute, sql, params, many, context):
-        if table in sql:
-            seen.append((sql, list(params or ())))
+        if table in sql:  # parameters by name on SQLite (usergroups.sql._by_name)
+            values = params.values() if isinstance(params, dict) else params or ()
+            seen.append((sql, list(values)))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
