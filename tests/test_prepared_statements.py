@@ -72,9 +72,10 @@ def test_the_setting_turns_preparing_off(api_client):
 @postgres_only
 def test_prepared_statements_are_in_the_query_log(group):
     with CaptureQueriesContext(connection) as captured:
-        lineage_of(group.team_id)
+        sql.GROUP_BY_PROVIDED_ID.fetch([group.workspace_id, group.provided_id])
     assert len(captured) == 1
     assert captured[0]["sql"].startswith("WITH RECURSIVE lineage")
+    assert f"'{group.provided_id}'" in captured[0]["sql"]  # with its values, as Django logs
 
 
 @postgres_only

@@ -18,7 +18,7 @@ outside a transaction runs again unprepared, so the request still succeeds.
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -113,8 +113,16 @@ if psycopg is not None:
             result = super().execute(query, params, **kwargs)
             # psycopg keeps no query text for a prepared execution; Django's query log
             # (``connection.queries``, assertNumQueries) reads it from ``_query.query``.
-            self._query = _Text(query.encode())  # type: ignore[assignment]
+            self._query = _LoggedQuery(self.connection, query, params)  # type: ignore[assignment]
             return result
 
-    class _Text(NamedTuple):
-        query: bytes
+    class _LoggedQuery:
+        """The statement with its values, as Django logs a query: composed only when
+        the log reads it (with DEBUG or in tests), never on the hot path."""
+
+        def __init__(self, connection: Any, sql: str, params: Any) -> None:
+            self.connection, self.sql, self.params = connection, sql, params
+
+        @property
+        def query(self) -> bytes:
+            return psycopg.ClientCursor(self.connection).mogrify(self.sql, self.params).encode()
