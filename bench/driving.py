@@ -185,7 +185,7 @@ def measure_backend(
     results: Results,
     body: str,
 ) -> None:
-    scenarios = scenarios_for(backend)
+    scenarios = scenarios_for(backend, args.only)
     servers = {
         (ds, variant): Server(backend, ds, infos[ds], variant)
         for ds, variant in dict.fromkeys(s.server for s in scenarios)

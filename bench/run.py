@@ -46,7 +46,7 @@ from bench.charting import chart
 from bench.datasets import pg_available, prepare, server_env
 from bench.driving import get_body, measure_backend, measure_rss
 from bench.reporting import format_table, pool_comparison, table_rows, targets, write_results
-from bench.scenarios import Results
+from bench.scenarios import Results, scenarios_for
 from tests.support.deployment import run_python
 
 
@@ -91,7 +91,16 @@ def main() -> None:
         help="a check that every step runs (1 round of 1 s runs, 2,000 groups for 1M, "
         "2,000 requests per worker in the memory mode); writes nothing",
     )
+    parser.add_argument(
+        "--only",
+        type=lambda text: frozenset(filter(None, text.split(","))),
+        default=frozenset(),
+        help="scenario keys (bench/scenarios.py SCENARIO_ORDER), e.g. get,embed_verify: "
+        "an A/B check of those alone; no moves, no memory mode, writes nothing",
+    )
     args = parser.parse_args()
+    if args.only:
+        args.rss_requests, args.no_write = 0, True
     if args.smoke:
         args.rounds, args.duration, args.short_duration = 1, 1, 1
         args.big_rows, args.rss_requests, args.no_write = 2000, 2000, True
@@ -105,6 +114,7 @@ def main() -> None:
     if "postgres" in backends and not pg_available():
         backends.remove("postgres")
     sizes = {"1k": 1000, "1m": args.big_rows, "scratch": 1000}
+    needed = {s.dataset for b in backends for s in scenarios_for(b, args.only)}
     log(f"load average {load_start:.2f}; preparing data sets for {', '.join(backends)}")
     infos: dict[str, dict[str, dict[str, Any]]] = {b: {} for b in backends}
     # The two big seeds run side by side (one per core), then the small ones.
@@ -112,6 +122,7 @@ def main() -> None:
         jobs = {
             (b, ds): pool.submit(prepare, b, ds, sizes[ds], args.reuse)
             for ds in ("1m", "1k", "scratch")
+            if ds in needed
             for b in backends
         }
         for (b, ds), job in jobs.items():
@@ -121,8 +132,9 @@ def main() -> None:
     body = get_body()
     for backend in backends:
         measure_backend(backend, infos[backend], args, results, body)
-        results.notes.append(time_moves(backend))
-        log(results.notes[-1])
+        if not args.only:
+            results.notes.append(time_moves(backend))
+            log(results.notes[-1])
     if args.rss_requests:
         rss_backend = args.rss_backend if args.rss_backend in backends else backends[0]
         log(f"memory mode on {rss_backend}: {args.rss_requests:,} requests per worker")

@@ -112,8 +112,9 @@ SCENARIO_ORDER = [
 ]
 
 
-def scenarios_for(backend: str) -> list[Scenario]:
-    return [s for s in SCENARIOS if backend in s.backends]
+def scenarios_for(backend: str, only: frozenset[str] = frozenset()) -> list[Scenario]:
+    """The backend's scenarios; with ``only``, just those whose key it names."""
+    return [s for s in SCENARIOS if backend in s.backends and (not only or s.key in only)]
 
 
 def first_scenario(key: str) -> Scenario:

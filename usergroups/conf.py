@@ -31,6 +31,9 @@ DEFAULTS: dict[str, Any] = {
     "TOKEN_SECRET": None,
     # Older token secrets still accepted for unsealing, like SECRET_KEY_FALLBACKS.
     "TOKEN_SECRET_FALLBACKS": None,
+    # PostgreSQL: prepare the app's fixed statements on the server (usergroups.prepared).
+    # False behind a pooler that cannot keep them (PgBouncer in transaction mode < 1.21).
+    "PREPARED_STATEMENTS": True,
     # Embed tokens (CONTRACT section 6, usergroups.embed).
     # Lifetime of an embed token when the mint request gives no ``expires_in``, in seconds.
     "EMBED_TOKEN_SECONDS": 900,
