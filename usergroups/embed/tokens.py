@@ -107,7 +107,7 @@ def sign(
     optional = {"resource": resource, "origin": origin, "params": params}
     claims.update((name, value) for name, value in optional.items() if value is not None)
     key = keys.signing_key()
-    # Compact JSON, non-ASCII text as UTF-8 (not \\uXXXX: up to 6 times shorter).
+    # Compact JSON, non-ASCII text as UTF-8 (not \uXXXX: up to 6 times shorter).
     payload = json.dumps(claims, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     signing_input = f"{_header_segment(key.alg, key.kid)}.{keys.b64url(payload)}"
     signature = _ALGORITHMS[key.alg].sign(signing_input.encode("ascii"), key.private_key)
@@ -117,7 +117,7 @@ def sign(
     return token
 
 
-@sensitive_variables("token", "header", "payload", "signature", "key")
+@sensitive_variables("token", "header", "payload", "signature", "fingerprint")
 def verify(token: object) -> Claims:
     """The claims of a token this server signed and that has not expired.
 
@@ -132,16 +132,16 @@ def verify(token: object) -> Claims:
         raise InvalidEmbedToken("malformed")
     header, payload, signature = token.split(".")
     ring = keys.keyring()
-    key = verified.digest(token)
+    fingerprint = verified.digest(token)
     try:
-        if not verified.signatures.holds(key, ring):
+        if not verified.signatures.holds(fingerprint, ring):
             _check_signature(ring, header, payload, signature)
             claims = _checked(_json_segment(payload))
-            verified.signatures.remember(key, ring)
+            verified.signatures.remember(fingerprint, ring)
             return claims
         return _checked(_json_segment(payload))
     except ExpiredEmbedToken:
-        verified.signatures.forget(key)
+        verified.signatures.forget(fingerprint)
         raise
     except (ValueError, TypeError, RecursionError):  # base64, UTF-8, JSON, too deep
         raise InvalidEmbedToken("invalid") from None
