@@ -1,10 +1,12 @@
-"""The fast path of GET /api/user (usergroups.fastpath) answers exactly as DRF's dispatch.
+"""The fast paths (usergroups.fastpath) of GET /api/user and of the mint of an embed token
+answer exactly as DRF's dispatch.
 
-Each request below is sent twice, once with the fast path and once with
-``UserGroupView.fast_get = False`` (DRF all the way), each time in a transaction rolled
-back after it, so both see the same database. Status, headers, body, the number of
-queries and the log lines must be the same; for a creation, the new group's token and
-team_id (random, or from a sequence) are compared by shape only.
+Each request below is sent twice, once with the fast path and once with the view's
+``fast_path = False`` (DRF all the way), each time in a transaction rolled back after
+it, so both see the same database. Status, headers, body, the number of queries and the
+log lines must be the same; for a creation, the new group's token and team_id (random,
+or from a sequence) are compared by shape only, and so are a new embed token and its
+expiry time (random, and a second later if the clock ticked between the two).
 """
 
 import json
@@ -19,10 +21,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.support.api import API_URL, client_for, send
+from tests.support.embed import EMBED_URL
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from usergroups import crypto
+from usergroups.embed import tokens
+from usergroups.embed.views import EmbedTokenView
 from usergroups.services import groups
-from usergroups.views import UserGroupView
+from usergroups.views import FastPathView, UserGroupView
 
 pytestmark = pytest.mark.usefixtures("recently_used_key")
 
@@ -37,19 +42,35 @@ def acme(workspace):
     return group
 
 
+#: Each view with a fast path, and where it answers.
+PATHS: dict[type[FastPathView], str] = {UserGroupView: API_URL, EmbedTokenView: EMBED_URL}
+
+
 def run(
-    client: Any, body: Any, fast: bool, caplog: pytest.LogCaptureFixture, **extra: Any
+    client: Any,
+    body: Any,
+    fast: bool,
+    caplog: pytest.LogCaptureFixture,
+    view: type[FastPathView] = UserGroupView,
+    **extra: Any,
 ) -> dict[str, Any]:
     """One request, in a transaction rolled back after it: what the client saw."""
     caplog.clear()
-    UserGroupView.fast_get = fast
+    view.fast_path = fast
     try:
         with transaction.atomic(), CaptureQueriesContext(connection) as queries:
-            response = send(client, "GET", body, **extra)
+            response = send(client, view.fast_method, body, path=PATHS[view], **extra)
             transaction.set_rollback(True)
     finally:
-        UserGroupView.fast_get = True
+        view.fast_path = True
     answer = json.loads(response.content) if response.content else None
+    if answer and "embed_token" in answer:
+        assert (
+            tokens.verify(answer["embed_token"]).user_group_id
+            == answer["user_group"]["provided_id"]
+        )
+        answer["embed_token"] = answer["expires_at"] = "<new>"
+        response.content = json.dumps(answer).encode()
     headers = dict(response.headers)
     logs = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
     if answer and answer.get("new_user_group"):
@@ -72,10 +93,16 @@ def run(
     }
 
 
-def assert_same(client: Any, body: Any, caplog: pytest.LogCaptureFixture, **extra: Any) -> int:
+def assert_same(
+    client: Any,
+    body: Any,
+    caplog: pytest.LogCaptureFixture,
+    view: type[FastPathView] = UserGroupView,
+    **extra: Any,
+) -> int:
     caplog.set_level(logging.DEBUG, logger="usergroups")
-    fast = run(client, body, True, caplog, **extra)
-    drf = run(client, body, False, caplog, **extra)
+    fast = run(client, body, True, caplog, view, **extra)
+    drf = run(client, body, False, caplog, view, **extra)
     assert fast == drf
     return int(fast["status"])
 
@@ -205,12 +232,12 @@ def test_a_database_failure_during_authentication(api_client, acme, caplog, monk
 def test_a_bug_is_a_server_error_both_ways(api_client, acme, monkeypatch):
     monkeypatch.setattr(groups, "find_group", failing(ZeroDivisionError()))
     for fast in (True, False):
-        UserGroupView.fast_get = fast
+        UserGroupView.fast_path = fast
         try:
             with pytest.raises(ZeroDivisionError):
                 send(api_client, "GET", ACME)
         finally:
-            UserGroupView.fast_get = True
+            UserGroupView.fast_path = True
 
 
 def test_the_fast_path_is_taken(api_client, acme, monkeypatch):
@@ -240,3 +267,92 @@ def test_subclasses_go_drfs_way(api_client, acme, monkeypatch):
         response = send(api_client, "GET", ACME, path=API_URL)
     assert response.status_code == 200
     assert calls == []  # not even begun: DRF from the start
+
+
+# --- the mint of an embed token ----------------------------------------------------------
+
+MINT_BODIES = [
+    (ACME, 200),
+    (
+        {
+            **ACME,
+            "resource": "sales",
+            "origin": "HTTPS://Example.com:443",
+            "expires_in": 60,
+            "params": {"region": "EU", "n": [1, None]},
+            "unknown": 1,
+        },
+        200,
+    ),
+    ({"user_group_id": "acme-child", "params": {"t": "\u2028é"}}, 200),
+    ({"user_group_id": "missing"}, 404),
+    ({"user_group_id": ""}, 400),
+    ({"user_group_id": 12}, 400),
+    ({**ACME, "resource": ""}, 400),
+    ({**ACME, "resource": None}, 400),
+    ({**ACME, "origin": "https://example.com/path"}, 400),
+    ({**ACME, "origin": 7}, 400),
+    ({**ACME, "expires_in": 29}, 400),
+    ({**ACME, "expires_in": True}, 400),
+    ({**ACME, "expires_in": 60.0}, 400),
+    ({**ACME, "params": ["a"]}, 400),
+    ({**ACME, "params": {"big": "x" * 3000}}, 400),
+    ({}, 400),
+    ([ACME], 400),
+    (b"not json", 400),
+    (b"null", 400),
+]
+
+
+@pytest.mark.parametrize(("body", "status"), MINT_BODIES, ids=lambda v: repr(v)[:40])
+def test_mint_bodies(api_client, acme, caplog, body, status):
+    assert assert_same(api_client, body, caplog, EmbedTokenView) == status
+
+
+@pytest.mark.parametrize(
+    ("change", "status"),
+    [
+        ({"revoked_at": timezone.now()}, 401),
+        ({"scope_embed": False}, 403),
+        ({"scope_read": False, "scope_write": False}, 200),
+        ({"last_used_at": None}, 200),
+    ],
+    ids=["revoked", "no-embed-scope", "embed-scope-only", "unused"],
+)
+def test_mint_keys(workspace, acme, caplog, change, status):
+    key = APIKeyFactory(workspace=workspace, **change)
+    assert assert_same(client_for(key.key), ACME, caplog, EmbedTokenView) == status
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"content_type": "text/plain"},
+        {"HTTP_AUTHORIZATION": "Bearer abc"},
+        {"HTTP_TRANSFER_ENCODING": "chunked"},
+    ],
+    ids=repr,
+)
+def test_mint_request_shapes(api_client, acme, caplog, extra):
+    assert_same(api_client, ACME, caplog, EmbedTokenView, **extra)
+
+
+def test_a_mint_whose_token_would_be_too_large(api_client, acme, caplog, monkeypatch):
+    """An error of the view's answer, raised on the fast path, is answered by DRF."""
+    monkeypatch.setattr(tokens, "MAX_TOKEN_BYTES", 100)
+    body = {**ACME, "params": {"a": 1}}
+    assert assert_same(api_client, body, caplog, EmbedTokenView) == 400
+
+
+def test_mint_throttling_on(api_client, acme, caplog, settings):
+    settings.USERGROUPS = {"THROTTLE_RATE": "1000/minute"}
+    assert assert_same(api_client, ACME, caplog, EmbedTokenView) == 200
+
+
+def test_the_mint_fast_path_is_taken(api_client, acme, monkeypatch):
+    from rest_framework.views import APIView
+
+    monkeypatch.setattr(APIView, "dispatch", failing(AssertionError("DRF's dispatch ran")))
+    response = send(api_client, "POST", ACME, path=EMBED_URL)
+    assert response.status_code == 200
+    assert response.json()["user_group"]["provided_id"] == "acme"

@@ -17,6 +17,7 @@ from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import only_reads
 from usergroups import crypto, services
+from usergroups.embed.serializers import EmbedGroupSerializer, MintRequestSerializer
 from usergroups.exceptions import TokenUnavailable
 from usergroups.models import APIKey, UserGroup
 from usergroups.records import RECORD_FIELDS, GroupRecord
@@ -241,16 +242,20 @@ def get_or_create_inputs():
         yield data
 
 
-def test_get_or_create_validation_matches_drf():
+def assert_short_way_matches_drf(serializer_class, inputs):
     valid = 0
-    for data in get_or_create_inputs():
-        expected = validate(generic(GetOrCreateRequestSerializer), data)
-        got = validate(GetOrCreateRequestSerializer, data)
+    for data in inputs:
+        expected = validate(generic(serializer_class), data)
+        got = validate(serializer_class, data)
         assert got == expected, data
         if expected[0] is not None:
             valid += 1
             assert list(got[0]) == list(expected[0])  # same keys, same order
     assert valid > 50  # the corpus exercises the short way, not only the fallback
+
+
+def test_get_or_create_validation_matches_drf():
+    assert_short_way_matches_drf(GetOrCreateRequestSerializer, get_or_create_inputs())
 
 
 def test_the_get_or_create_serializer_has_the_fields_its_short_way_checks():
@@ -273,6 +278,39 @@ def test_rotate_validation_matches_drf():
     assert list(RotateRequestSerializer().fields) == ["current_token"]
 
 
+def mint_inputs():
+    rng = random.Random(7)
+    origins = ["https://example.com", "HTTP://A.b:80", "https://x/path", "ftp://x", "", 3]
+    params = [*PROPERTIES, {"big": "x" * 3000}, None]
+    yield from [{"user_group_id": "a"}, {}, [], None, {"user_group_id": "a", "x": object()}]
+    for _ in range(1500):
+        data = {}
+        if rng.random() < 0.9:
+            data["user_group_id"] = rng.choice(VALUES)
+        if rng.random() < 0.4:
+            data["resource"] = rng.choice(VALUES)
+        if rng.random() < 0.4:
+            data["origin"] = rng.choice(origins)
+        if rng.random() < 0.4:
+            data["expires_in"] = rng.choice([30, 29, 86400, 86401, 60.0, True, "60", None])
+        if rng.random() < 0.4:
+            data["params"] = rng.choice(params)
+        yield data
+
+
+def test_mint_validation_matches_drf():
+    assert_short_way_matches_drf(MintRequestSerializer, mint_inputs())
+    # Adding a field or a validate() means updating valid_mint too.
+    assert list(MintRequestSerializer().fields) == [
+        "user_group_id",
+        "resource",
+        "origin",
+        "expires_in",
+        "params",
+    ]
+    assert MintRequestSerializer.validate is serializers.Serializer.validate
+
+
 def drf_represent(serializer_class, group):
     return generic(serializer_class)(group).data
 
@@ -290,7 +328,7 @@ def test_group_representation_matches_drf(workspace, properties, mapping):
     group = GroupRecord.from_model(
         UserGroupFactory(workspace=workspace, properties=properties), mapping.items()
     )
-    for serializer_class in (UserGroupSerializer, RotatedGroupSerializer):
+    for serializer_class in (UserGroupSerializer, RotatedGroupSerializer, EmbedGroupSerializer):
         fast = serializer_class(group).data
         assert fast == drf_represent(serializer_class, group)
         assert list(fast) == list(drf_represent(serializer_class, group))

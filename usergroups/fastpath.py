@@ -1,18 +1,21 @@
-"""The get of ``/api/user`` with a plain JSON body, answered without DRF's dispatch.
+"""Plain requests of the API's hottest endpoints, answered without DRF's dispatch: the
+get of ``/api/user`` (every dashboard render) and the mint of an embed token (every
+embedded view), each with a plain JSON body (:class:`usergroups.views.FastPathView`).
 
-Every dashboard render sends this request, so it is the path the benchmark holds to a
-bare Django view. DRF's dispatch builds a request wrapper, parser, negotiator and
-renderer objects and a template response for it; here the same steps run directly:
-the API key's authentication class, strict JSON, the serializer's own short way of
-validating, the get-or-create service, DRF's JSON renderer. Nothing is cached: the key
-and the group are read from the database on every request, as on the DRF path.
+DRF's dispatch builds a request wrapper, parser, negotiator and renderer objects and a
+template response for each; here the same steps run directly: the API key's
+authentication class, the scope the method needs, strict JSON, the view's short way of
+validating (the one its serializer uses for valid input), the view's answer (the same
+service call as on the DRF path), DRF's JSON renderer. Nothing is cached: the key and
+the group are read from the database on every request, as on the DRF path.
 
 Anything else goes DRF's way, so every error keeps DRF's exact envelope and headers:
 :func:`answer` returns None before it has read anything (another method, another body
 type, throttling on, a subclass of the view), and hands over to DRF's dispatch with
 what it learnt (:class:`Handover`) once it has: the outcome of the authentication (so
-the key is looked up once), and, after the service ran, its exception. DRF then answers
-exactly as if it had run every step itself. tests/test_fast_path.py compares the two
+the key is looked up once), and, after the view's answer ran, its exception. DRF then
+answers exactly as if it had run every step itself (a key without the scope, input
+that is not valid: DRF's own checks answer). tests/test_fast_path.py compares the two
 paths' answers byte for byte.
 
 With ``CONN_HEALTH_CHECKS``, Django checks a persistent connection with a ``SELECT 1``
@@ -36,10 +39,9 @@ from rest_framework.request import Request
 from .conf import usergroups_settings
 from .models import APIKey
 from .parsers import loads_strict, max_body_depth
-from .serializers import valid_get_or_create
 
 if TYPE_CHECKING:
-    from .views import UserGroupView
+    from .views import FastPathView
 
 JSON = "application/json"
 _renderer = JSONRenderer()
@@ -113,12 +115,11 @@ def _authenticate_checking_connection(
 
 
 @sensitive_variables("outcome", "data", "content")
-def answer(view: "UserGroupView", request: HttpRequest) -> HttpResponseBase | None:
-    """The answer to a plain get-or-create, or None when DRF must answer from the start.
-    Called by the view's dispatch for GET only."""
+def answer(view: "FastPathView", request: HttpRequest) -> HttpResponseBase | None:
+    """The answer to a plain request, or None when DRF must answer from the start.
+    Called by the view's dispatch for its fast method only."""
     if (
-        type(view).fast_get is not True
-        or "HTTP_AUTHORIZATION" not in request.META
+        "HTTP_AUTHORIZATION" not in request.META
         or usergroups_settings.THROTTLE_RATE
         or not _plain_json_length(request)
     ):
@@ -132,14 +133,17 @@ def answer(view: "UserGroupView", request: HttpRequest) -> HttpResponseBase | No
     if isinstance(outcome, BaseException) or outcome is None:
         return view.hand_over(request, handover)
     request.user, api_key = outcome
+    scope = view.required_scopes.get(request.method or "")
+    if scope is not None and not api_key.has_scope(scope):  # DRF's HasScope answers
+        return view.hand_over(request, handover)
     try:
-        data = valid_get_or_create(loads_strict(request.body, max_body_depth()))
+        data = view.fast_input(loads_strict(request.body, max_body_depth()))
     except ValueError:
         data = None
     if not data:  # not JSON, not valid, or empty: DRF reads it again for its answer
         return view.hand_over(request, handover)
     try:
-        content = _renderer.render(view.get_or_create_answer(api_key, data), JSON)
+        content = _renderer.render(view.valid_answer(api_key, data), JSON)
     except Exception as exc:
         handover.error = exc
         return view.hand_over(request, handover)

@@ -38,6 +38,7 @@ from .serializers import (
     UpdateRequestSerializer,
     UserGroupSerializer,
     group_representation,
+    valid_get_or_create,
 )
 from .services import groups
 from .throttling import APIKeyRateThrottle
@@ -140,23 +141,23 @@ def workspace_id(request: Request) -> int:
     return request_key(request).workspace_id
 
 
-class UserGroupView(WorkspaceAPIView):
-    """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
+class FastPathView(WorkspaceAPIView):
+    """An endpoint whose plain requests of one method skip DRF's dispatch: see
+    :mod:`usergroups.fastpath`. The view says how a request's body is validated the short
+    way (:meth:`fast_input`) and answers valid input on both paths (:meth:`valid_answer`);
+    anything else is handed over to DRF with what the fast path settled."""
 
-    http_method_names = ["get", "post", "put", "delete"]
-    # GET needs read for a group that exists, write for one it would create: the
-    # service checks, once it knows which (see get).
-    required_scopes = {"POST": scopes.ROTATE, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
-
-    #: Plain gets (a JSON body, no throttling) skip DRF's dispatch: see
-    #: :mod:`usergroups.fastpath`. Only this class, not subclasses, which may change what
-    #: DRF's steps do. False answers them DRF's way (tests compare the two).
-    fast_get = True
+    #: The method whose plain requests take the fast path.
+    fast_method = ""
+    #: True in the body of a class whose requests take it: only that class, not its
+    #: subclasses, which may change what DRF's steps do. False answers them DRF's way
+    #: (tests compare the two).
+    fast_path = False
     #: What the fast path settled before it handed a request over to DRF.
     handover: fastpath.Handover | None = None
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if request.method == "GET" and type(self) is UserGroupView:
+        if request.method == self.fast_method and type(self).__dict__.get("fast_path") is True:
             fast = fastpath.answer(self, request)
             if fast is not None:
                 return fast
@@ -172,15 +173,44 @@ class UserGroupView(WorkspaceAPIView):
             return self.handover.authenticators
         return super().get_authenticators()
 
-    def get(self, request: Request) -> Response:
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        # What the view's handler raised on the fast path, raised where the handler runs.
         if self.handover is not None and self.handover.error is not None:
             raise self.handover.error
+
+    def fast_input(self, data: Any) -> dict[str, Any] | None:
+        """The request serializer's ``validated_data`` for valid ``data``, else None
+        (DRF's serializer then reads the body again, for its exact error report)."""
+        raise NotImplementedError
+
+    def valid_answer(self, api_key: APIKey, data: dict[str, Any]) -> dict[str, Any]:
+        """The answer to valid input (both paths); raises as the DRF handler would."""
+        raise NotImplementedError
+
+
+class UserGroupView(FastPathView):
+    """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
+
+    http_method_names = ["get", "post", "put", "delete"]
+    # GET needs read for a group that exists, write for one it would create: the
+    # service checks, once it knows which (see get).
+    required_scopes = {"POST": scopes.ROTATE, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
+
+    #: Plain gets (a JSON body, no throttling) skip DRF's dispatch.
+    fast_method = "GET"
+    fast_path = True
+
+    def get(self, request: Request) -> Response:
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
         serializer.is_valid(raise_exception=True)
-        return Response(self.get_or_create_answer(request_key(request), serializer.validated_data))
+        return Response(self.valid_answer(request_key(request), serializer.validated_data))
 
-    def get_or_create_answer(self, api_key: APIKey, data: dict[str, Any]) -> dict[str, Any]:
-        """The answer to a valid get-or-create (both paths): the group, found or made."""
+    def fast_input(self, data: Any) -> dict[str, Any] | None:
+        return valid_get_or_create(data)
+
+    def valid_answer(self, api_key: APIKey, data: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a valid get-or-create: the group, found or made."""
         try:
             group, created = groups.get_or_create_group(
                 api_key.workspace_id,
