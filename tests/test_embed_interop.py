@@ -81,33 +81,3 @@ def test_joserfc_verifies_es256_tokens_of_a_given_key(client, api_client, group)
     with override_settings(USERGROUPS={"EMBED_SIGNING_KEY": text}):
         token = minted(api_client, group.provided_id)
         assert verify_elsewhere(client, token)["sub"] == str(group.pk)
-
-
-def test_our_framing_is_pyjwts_byte_for_byte(monkeypatch):
-    """tokens.sign writes the JOSE framing itself: exactly what jwt.encode writes (Ed25519
-    signatures are deterministic, so the whole token), non-ASCII text as UTF-8; and
-    PyJWT's own decode reads it."""
-    import json
-
-    import jwt as pyjwt
-
-    from usergroups.embed import keys, tokens
-
-    monkeypatch.setattr(tokens.secrets, "token_urlsafe", lambda n: "fixed-jti")
-    now = int(time.time())
-    ours = tokens.sign(
-        team_id=7, user_group_id="acmé", generation=3, issued_at=now, expires_in=60,
-        resource="sales", params={"r": "€", "n": [1, None]},
-    )  # fmt: skip
-    key = keys.signing_key()
-    claims = pyjwt.decode(ours, key.public_key, algorithms=[key.alg], audience="usergroups-embed")
-    assert claims["user_group_id"] == "acmé" and claims["jti"] == "fixed-jti"
-
-    class UTF8(json.JSONEncoder):
-        def __init__(self, **kwargs):
-            super().__init__(**{**kwargs, "ensure_ascii": False})
-
-    theirs = pyjwt.encode(
-        claims, key.private_key, algorithm=key.alg, headers={"kid": key.kid}, json_encoder=UTF8
-    )
-    assert ours == theirs

@@ -41,7 +41,7 @@ def token(api_client, group):
 @pytest.fixture
 def checks():
     """Counts the signature checks that really run."""
-    with mock.patch.object(tokens, "_check_signature", wraps=tokens._check_signature) as spy:
+    with mock.patch.object(tokens, "_decoded", wraps=tokens._decoded) as spy:
         yield spy
 
 

@@ -41,8 +41,7 @@ class SigningKeyError(ValueError):
     """``EMBED_SIGNING_KEY`` is not a PEM private key of a supported kind."""
 
 
-def b64url(raw: bytes) -> str:
-    """base64url without padding, as JOSE writes binary values."""
+def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
@@ -62,7 +61,7 @@ class SigningKey:
         alg, members = _public_members(public_key)
         # RFC 7638: the SHA-256 of the required members, sorted, compact.
         canonical = json.dumps(members, sort_keys=True, separators=(",", ":"))
-        kid = b64url(hashlib.sha256(canonical.encode("ascii")).digest())
+        kid = _b64(hashlib.sha256(canonical.encode("ascii")).digest())
         jwk = {**members, "kid": kid, "alg": alg, "use": "sig"}
         return cls(alg, kid, private_key, public_key, jwk)
 
@@ -70,13 +69,13 @@ class SigningKey:
 def _public_members(public_key: PublicKey) -> tuple[str, dict[str, str]]:
     if isinstance(public_key, ed25519.Ed25519PublicKey):
         raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        return "EdDSA", {"crv": "Ed25519", "kty": "OKP", "x": b64url(raw)}
+        return "EdDSA", {"crv": "Ed25519", "kty": "OKP", "x": _b64(raw)}
     numbers = public_key.public_numbers()
     return "ES256", {
         "crv": "P-256",
         "kty": "EC",
-        "x": b64url(numbers.x.to_bytes(32, "big")),
-        "y": b64url(numbers.y.to_bytes(32, "big")),
+        "x": _b64(numbers.x.to_bytes(32, "big")),
+        "y": _b64(numbers.y.to_bytes(32, "big")),
     }
 
 
