@@ -20,12 +20,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, router, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from .. import crypto, scopes, sql
+from .. import crypto, scopes, sql, writes
 from ..conf import usergroups_settings
 from ..conflicts import retry_on_conflict
 from ..models import SchemaMapping, UserGroup
@@ -90,7 +90,8 @@ def create_group(
     properties: dict[str, Any] | None,
     parent_user_group_id: str | None = None,
 ) -> GroupRecord:
-    """Insert a group and its mappings in one transaction; IntegrityError on a duplicate,
+    """Insert a group and its mappings, all or nothing (one statement on PostgreSQL, one
+    transaction elsewhere: :mod:`usergroups.writes`); IntegrityError on a duplicate,
     :class:`InvalidParent` when the parent named is unknown or already at the deepest
     level (and then nothing is written)."""
     token = crypto.new_group_token()
@@ -99,17 +100,18 @@ def create_group(
     )
     group.set_token(token)
     chain: list[Ancestor] = []
-    with _atomic():
-        if parent_user_group_id is not None:
-            hierarchy.lock_workspace(workspace_id)
-            chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
-            hierarchy.check_depth(chain)
-            group.parent_id = chain[-1].team_id
-        group.save(force_insert=True)
-        SchemaMapping.objects.bulk_create(
-            SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
-            for schema_id, source in mapping.items()
-        )
+    using = router.db_for_write(UserGroup)
+    # Without a parent to check, a create that is one statement needs no transaction.
+    if parent_user_group_id is None and not writes.needs_transaction(using, mapping):
+        writes.insert_group(group, mapping, using)
+    else:
+        with transaction.atomic(using=using):
+            if parent_user_group_id is not None:
+                hierarchy.lock_workspace(workspace_id)
+                chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
+                hierarchy.check_depth(chain)
+                group.parent_id = chain[-1].team_id
+            writes.insert_group(group, mapping, using)
     record = GroupRecord.from_model(group, mapping.items(), chain)
     send_on_commit(group_created, group=record)
     logger.info("Created user group team_id=%s in workspace %s", record.team_id, workspace_id)
@@ -222,16 +224,21 @@ def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
     token_sealed = crypto.seal_token(token, token_digest)
     now = timezone.now()
     grace = usergroups_settings.ROTATION_GRACE_SECONDS
-    won = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
-        # Embed tokens minted before go with the old token (CONTRACT section 6).
-        embed_generation=F("embed_generation") + 1,
-        embed_tokens_revoked_at=now,
-        token_digest=token_digest,
-        token_sealed=token_sealed,
-        token_rotated_at=now,
-        updated_at=now,
-        previous_token_digest=old_digest if grace else None,
-        previous_token_valid_until=now + timedelta(seconds=grace) if grace else None,
+    won = writes.swap_token(
+        router.db_for_write(UserGroup),
+        group.team_id,
+        old_digest,
+        {
+            # Embed tokens minted before go with the old token (CONTRACT section 6);
+            # swap_token advances embed_generation too.
+            "embed_tokens_revoked_at": now,
+            "token_digest": token_digest,
+            "token_sealed": token_sealed,
+            "token_rotated_at": now,
+            "updated_at": now,
+            "previous_token_digest": old_digest if grace else None,
+            "previous_token_valid_until": now + timedelta(seconds=grace) if grace else None,
+        },
     )
     if not won:
         return None
