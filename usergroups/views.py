@@ -120,6 +120,9 @@ class WorkspaceAPIView(APIView):
             parser_context=self.get_parser_context(request),
         )
 
+    def get_authenticators(self) -> list[BaseAuthentication]:
+        return [fastpath.CheckingAuthentication(a) for a in super().get_authenticators()]
+
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
 
