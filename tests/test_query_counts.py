@@ -9,7 +9,7 @@ from django.db import DatabaseError, IntegrityError, connection
 
 from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory
-from tests.support.queries import WRITES, statements
+from tests.support.queries import WRITES, statements, verb
 from usergroups import crypto
 from usergroups.models import SchemaMapping, UserGroup
 
@@ -51,11 +51,12 @@ def test_existing_group_without_mappings_costs_the_same(
 def test_rotation_costs_at_most_three_queries_and_one_write(
     api_client, mapped_group, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(3) as queries:
+    # On PostgreSQL the swap reads the group back (writes.SWAP_RETURNING): two.
+    with django_assert_max_num_queries(2 if connection.vendor == "postgresql" else 3) as queries:
         response = rotate(api_client, {"current_token": mapped_group.token})
     assert response.status_code == 200
     (update,) = statements(queries.captured_queries, WRITES)
-    assert update.lstrip().upper().startswith("UPDATE")
+    assert verb(update).startswith("UPDATE")
 
 
 def one_statement_creates() -> bool:

@@ -10,8 +10,9 @@ from django.db.models.signals import post_save, pre_save
 from django.forms.models import model_to_dict
 from django.utils import timezone
 
-from usergroups import crypto, writes
+from usergroups import crypto, sql, writes
 from usergroups.models import SchemaMapping, UserGroup
+from usergroups.records import RECORD_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +151,41 @@ def test_the_swap_loses_when_the_digest_moved_on(group):
     }
     assert not writes.swap_token(connection.alias, group.pk, "0" * 64, values)
     assert UserGroup.objects.get(pk=group.pk).token_digest == group.token_digest
+
+
+needs_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="one statement on PostgreSQL only"
+)
+
+
+def swap_params(group):
+    now = timezone.now()
+    new = crypto.new_group_token()
+    values = dict.fromkeys(writes.SWAPPED, None) | {
+        "token_digest": crypto.digest(new),
+        "token_sealed": crypto.seal_token(new, crypto.digest(new)),
+        "token_rotated_at": now,
+        "updated_at": now,
+        "embed_tokens_revoked_at": now,
+    }
+    return [*(values[name] for name in writes.SWAPPED), group.workspace_id, group.token_digest]
+
+
+@needs_postgresql
+def test_the_swap_statement_gives_the_rows_a_read_after_the_swap_gives(group):
+    for schema_id, source in MAPPING.items():
+        SchemaMapping.objects.create(group=group, schema_id=schema_id, data_source_id=source)
+    rows = writes.SWAP_RETURNING.fetch(swap_params(group))[1]
+    read = sql.GROUP_BY_PROVIDED_ID_FOR_UPDATE.fetch([group.workspace_id, group.provided_id])[1]
+    assert rows == read and len(rows) == len(MAPPING)
+    assert rows[0][RECORD_FIELDS.index("embed_generation")] == group.embed_generation + 1
+
+
+@needs_postgresql
+def test_the_swap_statement_finds_nothing_once_the_digest_moved_on(group):
+    params = swap_params(group)
+    assert writes.SWAP_RETURNING.fetch(params)[1]
+    assert writes.SWAP_RETURNING.fetch(swap_params(group))[1] == []  # the old digest again
+    other = swap_params(group)
+    other[-2] += 1  # another workspace
+    assert writes.SWAP_RETURNING.fetch(other)[1] == []

@@ -12,7 +12,9 @@ On PostgreSQL a group and its mappings are one statement: the group's ``INSERT``
 data-modifying ``WITH``, whose ``RETURNING`` the mappings' ``INSERT`` reads. A statement
 is atomic by itself, so outside a transaction it needs none of its own: one round trip
 where ``BEGIN``, two ``INSERT``\\ s and ``COMMIT`` were four (:func:`needs_transaction`).
-Elsewhere (SQLite, MariaDB) they stay two ``INSERT``\\ s in one transaction.
+Elsewhere (SQLite, MariaDB) they stay two ``INSERT``\\ s in one transaction. A rotation on
+PostgreSQL is one statement too, the compare-and-swap ``UPDATE`` returning the group it
+rotated (:class:`SwapStatement`); elsewhere a read, then :func:`swap_token`.
 
 ``Model.save()`` is not called, so Django's ``pre_save`` and ``post_save`` are sent here
 for the group, with the arguments ``save()`` gives them, and what a ``pre_save``
@@ -30,7 +32,8 @@ from django.db.models import Field
 from django.db.models.signals import post_save, pre_save
 
 from .models import SchemaMapping, UserGroup
-from .sql import Table
+from .records import RECORD_FIELDS
+from .sql import GroupStatement, Query, Table
 
 #: The columns of a mapping row, in the order its INSERT writes them.
 MAPPING_FIELDS = ("group", "schema_id", "data_source_id")
@@ -191,3 +194,51 @@ def swap_token(using: str, team_id: int, old_digest: str, values: dict[str, Any]
     with connection.cursor() as cursor:
         cursor.execute(sql, adapted)
         return cursor.rowcount > 0
+
+
+class SwapStatement(GroupStatement):
+    """PostgreSQL: rotation's compare-and-swap and the read of the group it rotated, in
+    one statement and one round trip where a read and an UPDATE were two.
+
+    The UPDATE (``SET`` :data:`SWAPPED` from the first parameters, ``embed_generation``
+    advanced) finds the group by workspace and current digest and ``RETURNING`` gives its
+    row as updated, joined to its mappings: the rows of a
+    :class:`~usergroups.sql.GroupStatement`. Concurrent rotations of one token queue on the
+    row, and each one after the first finds its digest gone: no row, exactly one winner.
+    SQLite cannot put an UPDATE in a WITH and MariaDB has no ``UPDATE ... RETURNING``:
+    there a read and :func:`swap_token` do it.
+    """
+
+    def __init__(self) -> None:
+        where = "{workspace} = %s AND {token_digest} = %s"
+        # for_update: run where writes go.
+        super().__init__(where, [*SWAPPED, "workspace", "token_digest"], for_update=True)
+
+    def build(self, connection: BaseDatabaseWrapper) -> Query:
+        group = Table(connection, UserGroup, "g")
+        mapping = Table(connection, SchemaMapping, "m")
+        generation = group.column("embed_generation")
+        assignments = [f"{generation} = {group['embed_generation']} + 1"]
+        assignments += [f"{group.column(name)} = %s" for name in SWAPPED]
+        returned = [group.column(name) for name in RECORD_FIELDS]
+        sql = (
+            f"WITH u AS (UPDATE {group} SET {', '.join(assignments)}"
+            f" WHERE {self.where.format_map(group)}"
+            f" RETURNING {', '.join(group[name] for name in RECORD_FIELDS)})"
+            f" SELECT {', '.join(f'u.{name}' for name in returned)},"
+            f" {mapping['schema_id']}, {mapping['data_source_id']} FROM u"
+            f" LEFT OUTER JOIN {mapping} ON {mapping['group']} = u.{returned[0]}"
+            f" ORDER BY {mapping['schema_id']}"
+        )
+        columns = [group.field(name) for name in RECORD_FIELDS]
+        columns += [mapping.field("schema_id"), mapping.field("data_source_id")]
+        return Query(sql, columns, self._params(group))
+
+
+#: The one statement of a rotation on PostgreSQL.
+SWAP_RETURNING = SwapStatement()
+
+
+def swap_returns_group(using: str) -> bool:
+    """Whether a rotation on ``using`` is the one :data:`SWAP_RETURNING` statement."""
+    return connections[using].vendor == "postgresql"

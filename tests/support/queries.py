@@ -16,7 +16,7 @@ READS = ("SELECT", "WITH")
 _MODIFYING_WITH = re.compile(r"\s*WITH\b[^(]*\(\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 
 
-def _verb(sql: str) -> str:
+def verb(sql: str) -> str:
     """``sql`` upper-cased from its first word, or from the write a WITH opens with."""
     modifying = _MODIFYING_WITH.match(sql)
     return (modifying.group(1) if modifying else sql.lstrip()).upper()
@@ -24,7 +24,7 @@ def _verb(sql: str) -> str:
 
 def statements(queries: Iterable[dict[str, Any]], kinds: tuple[str, ...]) -> list[str]:
     """The SQL of the ``queries`` that start with one of ``kinds``."""
-    return [q["sql"] for q in queries if _verb(q["sql"]).startswith(kinds)]
+    return [q["sql"] for q in queries if verb(q["sql"]).startswith(kinds)]
 
 
 def only_reads(queries: Iterable[dict[str, Any]]) -> bool:

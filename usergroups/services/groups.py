@@ -203,55 +203,59 @@ def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
 # only a function marked with sensitive_variables has them hidden from error reports.
 @retry_on_conflict
 def _rotate_digest(workspace_id: int, old_digest: str) -> GroupRecord | None:
-    group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
-    if group is None:
-        return None
-    return _swap_token(group, old_digest)
+    return _swap_token(workspace_id, old_digest)
 
 
 def rotate_group_token(group: UserGroup | GroupRecord) -> GroupRecord | None:
     """Rotate the token ``group`` holds now (as loaded); None if it changed meanwhile."""
-    current = _read(sql.GROUP_BY_TOKEN_DIGEST, [group.workspace_id, group.token_digest])
-    if current is None:
-        return None
-    return _swap_token(current, group.token_digest)
+    return _swap_token(group.workspace_id, group.token_digest)
 
 
 @sensitive_variables("token")
-def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
+def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
+    """The compare-and-swap of the group of the workspace whose digest is ``old_digest``:
+    on PostgreSQL one statement that also reads the group back (writes.SWAP_RETURNING);
+    elsewhere the group's read, then the swap by its id."""
+    using = router.db_for_write(UserGroup)
+    group = None
+    if not writes.swap_returns_group(using):
+        group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
+        if group is None:
+            return None
     token = crypto.new_group_token()
     token_digest = crypto.digest(token)
     token_sealed = crypto.seal_token(token, token_digest)
     now = timezone.now()
     grace = usergroups_settings.ROTATION_GRACE_SECONDS
-    won = writes.swap_token(
-        router.db_for_write(UserGroup),
-        group.team_id,
-        old_digest,
-        {
-            # Embed tokens minted before go with the old token (CONTRACT section 6);
-            # swap_token advances embed_generation too.
-            "embed_tokens_revoked_at": now,
-            "token_digest": token_digest,
-            "token_sealed": token_sealed,
-            "token_rotated_at": now,
-            "updated_at": now,
-            "previous_token_digest": old_digest if grace else None,
-            "previous_token_valid_until": now + timedelta(seconds=grace) if grace else None,
-        },
-    )
-    if not won:
+    values = {
+        # Embed tokens minted before go with the old token (CONTRACT section 6); the
+        # swap advances embed_generation too.
+        "embed_tokens_revoked_at": now,
+        "token_digest": token_digest,
+        "token_sealed": token_sealed,
+        "token_rotated_at": now,
+        "updated_at": now,
+        "previous_token_digest": old_digest if grace else None,
+        "previous_token_valid_until": now + timedelta(seconds=grace) if grace else None,
+    }
+    if group is None:
+        params = [*(values[name] for name in writes.SWAPPED), workspace_id, old_digest]
+        rotated = hierarchy.record_from_rows(writes.SWAP_RETURNING.fetch(params)[1])
+        if rotated is None:
+            return None
+    elif writes.swap_token(using, group.team_id, old_digest, values):
+        rotated = replace(
+            group,
+            token_digest=token_digest,
+            token_sealed=token_sealed,
+            token_rotated_at=now,
+            updated_at=now,
+            embed_generation=group.embed_generation + 1,  # unless a revocation came between
+        )
+    else:
         return None
-    rotated = replace(
-        group,
-        token_digest=token_digest,
-        token_sealed=token_sealed,
-        token_rotated_at=now,
-        updated_at=now,
-        embed_generation=group.embed_generation + 1,  # unless a revocation came between
-    )
     send_on_commit(token_rotated, group=rotated)
-    logger.info("Rotated the token of user group team_id=%s", group.team_id)
+    logger.info("Rotated the token of user group team_id=%s", rotated.team_id)
     return rotated
 
 
