@@ -115,13 +115,12 @@ class WorkspaceAPIView(APIView):
         return ChunkedBodyRequest(
             request,
             parsers=self.get_parsers(),
-            authenticators=self.get_authenticators(),
+            # Each one's lookup stands in for the connection's health check (not in
+            # get_authenticators, which the OpenAPI schema reads).
+            authenticators=[fastpath.CheckingAuthentication(a) for a in self.get_authenticators()],
             negotiator=self.get_content_negotiator(),
             parser_context=self.get_parser_context(request),
         )
-
-    def get_authenticators(self) -> list[BaseAuthentication]:
-        return [fastpath.CheckingAuthentication(a) for a in super().get_authenticators()]
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
