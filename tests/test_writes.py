@@ -72,6 +72,15 @@ def test_a_group_without_mappings(workspace):
     assert not SchemaMapping.objects.exists()
 
 
+def test_an_integer_in_a_mapping_is_stored_as_its_string(workspace):
+    """As bulk_create stored it: host code may pass one (the API takes it as a string)."""
+    group = unsaved(workspace, "numbers")
+    writes.insert_group(group, {"sales": 1001, "hr": "ds-2"}, connection.alias)
+    stored_mapping = SchemaMapping.objects.filter(group=group)
+    pairs = dict(stored_mapping.values_list("schema_id", "data_source_id"))
+    assert pairs == {"sales": "1001", "hr": "ds-2"}
+
+
 def test_more_mappings_than_one_statement_takes(workspace):
     mapping = {f"schema-{n:04}": f"source-{n}" for n in range(1000)}  # MAX_MAPPING_ENTRIES
     group = unsaved(workspace, "wide")

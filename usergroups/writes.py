@@ -51,6 +51,8 @@ class _Insert(NamedTuple):
     #: Elsewhere: the mappings' INSERT up to ``VALUES``, followed by one ``(%s, %s, %s)``
     #: per row.
     mapping_head: str
+    #: The mapping's schema id and data source id fields.
+    pair_fields: tuple[Field, Field]
 
 
 def _build_insert(connection: BaseDatabaseWrapper) -> _Insert:
@@ -77,6 +79,7 @@ def _build_insert(connection: BaseDatabaseWrapper) -> _Insert:
         insert + returning,
         with_mapping,
         f"INSERT INTO {mapping_table} ({mapping_columns}) VALUES ",
+        (mapping.field("schema_id"), mapping.field("data_source_id")),
     )
 
 
@@ -113,15 +116,17 @@ def insert_group(group: UserGroup, mapping: dict[str, str], using: str) -> None:
     insert = _insert_for(using, connection)
     pre_save.send(UserGroup, instance=group, raw=False, using=using, update_fields=None)
     values = [f.get_db_prep_save(f.pre_save(group, True), connection) for f in insert.fields]
+    pairs = _mapping_pairs(mapping, insert.pair_fields, connection)
     with connection.cursor() as cursor:
         if not _one_statement(connection):
             cursor.execute(insert.group, values)
             group.team_id = connection.ops.last_insert_id(
                 cursor, UserGroup._meta.db_table, "team_id"
             )
-            _insert_mapping(connection, cursor, insert.mapping_head, group.team_id, mapping)
-        elif mapping:
-            cursor.execute(insert.with_mapping, [*values, list(mapping), list(mapping.values())])
+            _insert_mapping(connection, cursor, insert.mapping_head, group.team_id, pairs)
+        elif pairs:
+            schema_ids, sources = (list(column) for column in zip(*pairs, strict=True))
+            cursor.execute(insert.with_mapping, [*values, schema_ids, sources])
             group.team_id = cursor.fetchone()[0]
         else:
             cursor.execute(insert.group, values)
@@ -133,11 +138,27 @@ def insert_group(group: UserGroup, mapping: dict[str, str], using: str) -> None:
     )
 
 
+def _mapping_pairs(
+    mapping: dict[str, str], fields: tuple[Field, Field], connection: BaseDatabaseWrapper
+) -> list[tuple[Any, Any]]:
+    """``(schema id, data source id)`` of each entry, as the fields prepare them for the
+    database (host code may pass an integer, which ``bulk_create`` stored as a string)."""
+    schema, source = fields
+    return [
+        (schema.get_db_prep_save(key, connection), source.get_db_prep_save(value, connection))
+        for key, value in mapping.items()
+    ]
+
+
 def _insert_mapping(
-    connection: BaseDatabaseWrapper, cursor: Any, head: str, team_id: int, mapping: dict[str, str]
+    connection: BaseDatabaseWrapper,
+    cursor: Any,
+    head: str,
+    team_id: int,
+    pairs: list[tuple[Any, Any]],
 ) -> None:
     """The mapping rows in as few INSERTs as the database's parameter limit allows."""
-    rows = [(team_id, schema_id, source) for schema_id, source in mapping.items()]
+    rows = [(team_id, schema_id, source) for schema_id, source in pairs]
     fields = [SchemaMapping._meta.get_field(name) for name in MAPPING_FIELDS]
     size = max(connection.ops.bulk_batch_size(fields, rows), 1)
     for start in range(0, len(rows), size):
