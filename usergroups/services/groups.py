@@ -240,6 +240,8 @@ def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
     }
     if group is None:
         params = [*(values[name] for name in writes.SWAPPED), workspace_id, old_digest]
+        # None: no group held the digest, or (a child) its subtree was deleted between
+        # the swap and the read of its ancestors: the group is gone, as a 404 says.
         rotated = hierarchy.record_from_rows(writes.SWAP_RETURNING.fetch(params)[1])
         if rotated is None:
             return None
