@@ -201,26 +201,35 @@ def health_check_due() -> None:
     connection.health_check_done = False
 
 
-def test_the_key_lookup_stands_in_for_the_health_check(api_client, group, monkeypatch):
+@pytest.mark.parametrize("method", ["GET", "POST"], ids=["fast-path-get", "drf-dispatch-rotation"])
+def test_the_key_lookup_stands_in_for_the_health_check(api_client, group, monkeypatch, method):
     checks = []
     monkeypatch.setattr(connection, "is_usable", lambda: checks.append(1) or True)
     health_check_due()
-    response = send(api_client, "GET", {"user_group_id": group.provided_id})
+    body = (
+        {"user_group_id": group.provided_id} if method == "GET" else {"current_token": group.token}
+    )
+    response = send(api_client, method, body)
     assert response.status_code == 200, response.content
     assert checks == []  # no SELECT 1 before the lookup
     assert connection.health_check_done
 
 
 @needs_a_server
-def test_a_connection_killed_while_idle_is_replaced(api_client, group):
+@pytest.mark.parametrize("method", ["GET", "POST"], ids=["fast-path-get", "drf-dispatch-rotation"])
+def test_a_connection_killed_while_idle_is_replaced(api_client, group, method):
     """With health checks on, a connection that died between requests fails nothing:
     the lookup finds it dead and runs again on a new one."""
     victim = backend_id()
     kill(victim)
     health_check_due()
-    response = send(api_client, "GET", {"user_group_id": group.provided_id})
+    body = (
+        {"user_group_id": group.provided_id} if method == "GET" else {"current_token": group.token}
+    )
+    response = send(api_client, method, body)
     assert response.status_code == 200, response.content
-    assert response.json()["user_group"]["token"] == group.token
+    if method == "GET":
+        assert response.json()["user_group"]["token"] == group.token
     assert backend_id() != victim
 
 

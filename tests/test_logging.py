@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from tests.support.api import API_URL, client_for, get_or_create
 from tests.support.factories import UserGroupFactory, WorkspaceFactory
 from tests.support.leaks import SECRET_SHAPE, find_leaks
+from tests.support.queries import verb
 from usergroups import crypto, services
 from usergroups.models import APIKey, UserGroup
 
@@ -144,7 +145,7 @@ def failing_rotation(monkeypatch):
     table = UserGroup._meta.db_table
 
     def fail_token_updates(execute, sql, params, many, context):
-        if sql.lstrip().upper().startswith("UPDATE") and table in sql and "token_digest" in sql:
+        if verb(sql).startswith("UPDATE") and table in sql and "token_digest" in sql:
             raise RuntimeError("the database went away")
         return execute(sql, params, many, context)
 

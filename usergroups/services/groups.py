@@ -20,12 +20,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, router, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from .. import crypto, scopes, sql
+from .. import crypto, scopes, sql, writes
 from ..conf import usergroups_settings
 from ..conflicts import retry_on_conflict
 from ..models import SchemaMapping, UserGroup
@@ -90,7 +90,8 @@ def create_group(
     properties: dict[str, Any] | None,
     parent_user_group_id: str | None = None,
 ) -> GroupRecord:
-    """Insert a group and its mappings in one transaction; IntegrityError on a duplicate,
+    """Insert a group and its mappings, all or nothing (one statement on PostgreSQL, one
+    transaction elsewhere: :mod:`usergroups.writes`); IntegrityError on a duplicate,
     :class:`InvalidParent` when the parent named is unknown or already at the deepest
     level (and then nothing is written)."""
     token = crypto.new_group_token()
@@ -99,17 +100,18 @@ def create_group(
     )
     group.set_token(token)
     chain: list[Ancestor] = []
-    with _atomic():
-        if parent_user_group_id is not None:
-            hierarchy.lock_workspace(workspace_id)
-            chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
-            hierarchy.check_depth(chain)
-            group.parent_id = chain[-1].team_id
-        group.save(force_insert=True)
-        SchemaMapping.objects.bulk_create(
-            SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
-            for schema_id, source in mapping.items()
-        )
+    using = router.db_for_write(UserGroup)
+    # Without a parent to check, a create that is one statement needs no transaction.
+    if parent_user_group_id is None and not writes.needs_transaction(using, mapping):
+        writes.insert_group(group, mapping, using)
+    else:
+        with transaction.atomic(using=using):
+            if parent_user_group_id is not None:
+                hierarchy.lock_workspace(workspace_id)
+                chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
+                hierarchy.check_depth(chain)
+                group.parent_id = chain[-1].team_id
+            writes.insert_group(group, mapping, using)
     record = GroupRecord.from_model(group, mapping.items(), chain)
     send_on_commit(group_created, group=record)
     logger.info("Created user group team_id=%s in workspace %s", record.team_id, workspace_id)
@@ -201,50 +203,61 @@ def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
 # only a function marked with sensitive_variables has them hidden from error reports.
 @retry_on_conflict
 def _rotate_digest(workspace_id: int, old_digest: str) -> GroupRecord | None:
-    group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
-    if group is None:
-        return None
-    return _swap_token(group, old_digest)
+    return _swap_token(workspace_id, old_digest)
 
 
 def rotate_group_token(group: UserGroup | GroupRecord) -> GroupRecord | None:
     """Rotate the token ``group`` holds now (as loaded); None if it changed meanwhile."""
-    current = _read(sql.GROUP_BY_TOKEN_DIGEST, [group.workspace_id, group.token_digest])
-    if current is None:
-        return None
-    return _swap_token(current, group.token_digest)
+    return _swap_token(group.workspace_id, group.token_digest)
 
 
 @sensitive_variables("token")
-def _swap_token(group: GroupRecord, old_digest: str) -> GroupRecord | None:
+def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
+    """The compare-and-swap of the group of the workspace whose digest is ``old_digest``:
+    on PostgreSQL one statement that also reads the group back (writes.SWAP_RETURNING);
+    elsewhere the group's read, then the swap by its id."""
+    using = router.db_for_write(UserGroup)
+    group = None
+    if not writes.swap_returns_group(using):
+        group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
+        if group is None:
+            return None
     token = crypto.new_group_token()
     token_digest = crypto.digest(token)
     token_sealed = crypto.seal_token(token, token_digest)
     now = timezone.now()
     grace = usergroups_settings.ROTATION_GRACE_SECONDS
-    won = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
-        # Embed tokens minted before go with the old token (CONTRACT section 6).
-        embed_generation=F("embed_generation") + 1,
-        embed_tokens_revoked_at=now,
-        token_digest=token_digest,
-        token_sealed=token_sealed,
-        token_rotated_at=now,
-        updated_at=now,
-        previous_token_digest=old_digest if grace else None,
-        previous_token_valid_until=now + timedelta(seconds=grace) if grace else None,
-    )
-    if not won:
+    values = {
+        # Embed tokens minted before go with the old token (CONTRACT section 6); the
+        # swap advances embed_generation too.
+        "embed_tokens_revoked_at": now,
+        "token_digest": token_digest,
+        "token_sealed": token_sealed,
+        "token_rotated_at": now,
+        "updated_at": now,
+        "previous_token_digest": old_digest if grace else None,
+        "previous_token_valid_until": now + timedelta(seconds=grace) if grace else None,
+    }
+    if group is None:
+        params = [*(values[name] for name in writes.SWAPPED), workspace_id, old_digest]
+        # None: no group held the digest, or (a child) its subtree was deleted between
+        # the swap and the read of its ancestors: the group is gone, as a 404 says.
+        rotated = hierarchy.record_from_rows(writes.SWAP_RETURNING.fetch(params)[1])
+        if rotated is None:
+            return None
+    elif writes.swap_token(using, group.team_id, old_digest, values):
+        rotated = replace(
+            group,
+            token_digest=token_digest,
+            token_sealed=token_sealed,
+            token_rotated_at=now,
+            updated_at=now,
+            embed_generation=group.embed_generation + 1,  # unless a revocation came between
+        )
+    else:
         return None
-    rotated = replace(
-        group,
-        token_digest=token_digest,
-        token_sealed=token_sealed,
-        token_rotated_at=now,
-        updated_at=now,
-        embed_generation=group.embed_generation + 1,  # unless a revocation came between
-    )
     send_on_commit(token_rotated, group=rotated)
-    logger.info("Rotated the token of user group team_id=%s", group.team_id)
+    logger.info("Rotated the token of user group team_id=%s", rotated.team_id)
     return rotated
 
 
