@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Model, Q
 from django.utils import timezone
 
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
@@ -110,9 +110,13 @@ def inherited(row: tuple, distance: int) -> tuple:
     )
 
 
-def orm_keys(condition: Q) -> list[tuple]:
-    fields = [field.attname for field in APIKey._meta.concrete_fields]
-    return list(APIKey.objects.filter(condition).values_list(*fields))
+def orm_rows(model: type[Model], condition: Q) -> list[tuple]:
+    """The ORM's rows of ``model`` matching ``condition``: every column, in field order."""
+    fields = [field.attname for field in model._meta.concrete_fields]
+    return list(model.objects.filter(condition).values_list(*fields))
+
+
+orm_keys = partial(orm_rows, APIKey)
 
 
 def by_provided_id(d: Data, orm=orm_lineage) -> list[tuple[list, list]]:
@@ -231,6 +235,7 @@ def descendants(d: Data) -> list[tuple[list, list]]:
 QUESTIONS = {
     "GROUP_BY_PROVIDED_ID": by_provided_id,
     "GROUP_BY_PROVIDED_ID_FOR_UPDATE": partial(by_provided_id, orm=orm_groups),
+    "GROUP_ROW_BY_PROVIDED_ID": partial(by_provided_id, orm=partial(orm_rows, UserGroup)),
     "GROUP_BY_TOKEN_DIGEST": by_token_digest,
     "GROUP_BY_TEAM_ID": by_team_id,
     "GROUP_BY_TOKEN": by_token,

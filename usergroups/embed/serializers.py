@@ -4,7 +4,7 @@ Strict like the rest of the API: strings are strings, integers are integers (not
 ``true``, not ``60.0``, not ``"60"``), and every bad field is named in ``fields``.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext_lazy as _
@@ -18,6 +18,9 @@ from ..validators import check_text, validate_properties
 from .grant import EmbedGrant
 from .origins import MAX_ORIGIN_LENGTH, normalize_origin
 from .tokens import timestamp_text
+
+if TYPE_CHECKING:
+    from ..services.embed import MintedGroup
 
 MIN_EXPIRES_IN = 30
 #: The largest ``params``, in bytes of compact UTF-8 JSON.
@@ -134,7 +137,7 @@ class EmbedGroupSerializer(serializers.Serializer):
         return embed_group_representation(group)
 
 
-def embed_group_representation(group: GroupRecord) -> dict[str, Any]:
+def embed_group_representation(group: "GroupRecord | MintedGroup") -> dict[str, Any]:
     """What :class:`EmbedGroupSerializer`'s declared fields give (tests/test_hot_path.py
     holds the two equal), without DRF's per-instance deep copy of every field: every
     mint answers it."""
