@@ -17,6 +17,7 @@ from django.db import IntegrityError, close_old_connections, connection, connect
 from django.db.utils import DataError, InterfaceError, InternalError, OperationalError
 
 from tests.support.api import assert_error, send
+from tests.support.embed import dashboard, minted
 from usergroups.exceptions import exception_handler
 from usergroups.models import UserGroup
 
@@ -190,7 +191,7 @@ def test_only_failures_of_the_database_are_503(error, status):
     assert (response and response.status_code) == status
 
 
-# --- the fast path's key lookup as the health check (usergroups.fastpath) ---------------
+# --- the first read as the health check (usergroups.health) ------------------------------
 
 
 def health_check_due() -> None:
@@ -201,34 +202,45 @@ def health_check_due() -> None:
     connection.health_check_done = False
 
 
-@pytest.mark.parametrize("method", ["GET", "POST"], ids=["fast-path-get", "drf-dispatch-rotation"])
-def test_the_key_lookup_stands_in_for_the_health_check(api_client, group, monkeypatch, method):
+def first_read(api_client, group, kind: str):
+    """A request whose first query will be one of the app's reads, to send: a get (the
+    fast path's key lookup), a rotation (DRF's dispatch, the key lookup), a host's view
+    behind ``EmbedTokenAuthentication`` (the group's read; its token minted now)."""
+    if kind == "fast-path-get":
+        return lambda: send(api_client, "GET", {"user_group_id": group.provided_id})
+    if kind == "drf-dispatch-rotation":
+        return lambda: send(api_client, "POST", {"current_token": group.token})
+    token = minted(api_client, group.provided_id)
+    return lambda: dashboard(token)
+
+
+FIRST_READS = ["fast-path-get", "drf-dispatch-rotation", "embed-token-verification"]
+
+
+@pytest.mark.parametrize("kind", FIRST_READS)
+def test_the_first_read_stands_in_for_the_health_check(api_client, group, monkeypatch, kind):
+    request = first_read(api_client, group, kind)
     checks = []
     monkeypatch.setattr(connection, "is_usable", lambda: checks.append(1) or True)
     health_check_due()
-    body = (
-        {"user_group_id": group.provided_id} if method == "GET" else {"current_token": group.token}
-    )
-    response = send(api_client, method, body)
+    response = request()
     assert response.status_code == 200, response.content
-    assert checks == []  # no SELECT 1 before the lookup
+    assert checks == []  # no SELECT 1 before the read
     assert connection.health_check_done
 
 
 @needs_a_server
-@pytest.mark.parametrize("method", ["GET", "POST"], ids=["fast-path-get", "drf-dispatch-rotation"])
-def test_a_connection_killed_while_idle_is_replaced(api_client, group, method):
+@pytest.mark.parametrize("kind", FIRST_READS)
+def test_a_connection_killed_while_idle_is_replaced(api_client, group, kind):
     """With health checks on, a connection that died between requests fails nothing:
-    the lookup finds it dead and runs again on a new one."""
+    the read finds it dead and runs again on a new one."""
+    request = first_read(api_client, group, kind)
     victim = backend_id()
     kill(victim)
     health_check_due()
-    body = (
-        {"user_group_id": group.provided_id} if method == "GET" else {"current_token": group.token}
-    )
-    response = send(api_client, method, body)
+    response = request()
     assert response.status_code == 200, response.content
-    if method == "GET":
+    if kind == "fast-path-get":
         assert response.json()["user_group"]["token"] == group.token
     assert backend_id() != victim
 

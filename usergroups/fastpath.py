@@ -18,18 +18,15 @@ answers exactly as if it had run every step itself (a key without the scope, inp
 that is not valid: DRF's own checks answer). tests/test_fast_path.py compares the two
 paths' answers byte for byte.
 
-With ``CONN_HEALTH_CHECKS``, Django checks a persistent connection with a ``SELECT 1``
-before a request's first query: a round trip on every request. Here the key lookup, a
-read, is that check (:func:`_authenticate_checking_connection`): if it fails on a
-connection that turns out dead, the lookup runs again on a new one. The guarantee is
-Django's (a connection broken while idle never fails a request), one round trip fewer.
+With ``CONN_HEALTH_CHECKS``, the key lookup, a read, stands in for Django's ``SELECT 1``
+check of the connection (:mod:`usergroups.health`): one round trip fewer per request.
 """
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connections, router
+from django.db import router
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.views.decorators.debug import sensitive_variables
 from rest_framework.authentication import BaseAuthentication
@@ -37,6 +34,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
 from .conf import usergroups_settings
+from .health import read_checking_connection
 from .models import APIKey
 from .parsers import loads_strict, max_body_depth
 
@@ -93,25 +91,11 @@ def _authenticate_checking_connection(
     authenticator: BaseAuthentication, request: HttpRequest
 ) -> tuple[Any, Any] | None:
     """``authenticator.authenticate(request)``, its key lookup standing in for Django's
-    health check of the connection when one is due (see the module's docstring)."""
-    connection = connections[router.db_for_read(APIKey)]
-    # Django's own attributes (BaseDatabaseWrapper, since 4.1), not in the stubs.
-    due = (
-        getattr(connection, "health_check_enabled", False)
-        and not getattr(connection, "health_check_done", True)
-        and connection.connection is not None
-        and not connection.in_atomic_block
+    health check of the connection when one is due (:mod:`usergroups.health`)."""
+    return read_checking_connection(
+        lambda: authenticator.authenticate(request),  # type: ignore[arg-type]
+        router.db_for_read(APIKey),
     )
-    if not due:
-        return authenticator.authenticate(request)  # type: ignore[arg-type]
-    connection.health_check_done = True  # type: ignore[attr-defined]
-    try:
-        return authenticator.authenticate(request)  # type: ignore[arg-type]
-    except (OperationalError, InterfaceError):
-        if connection.is_usable():  # the database refused the read: not a dead connection
-            raise
-    connection.close()  # dead while idle: what Django's check would have found
-    return authenticator.authenticate(request)  # type: ignore[arg-type]
 
 
 @sensitive_variables("outcome", "data", "content")
