@@ -11,6 +11,8 @@ from django.test.utils import CaptureQueriesContext, override_settings
 
 from tests.support.api import get_or_create
 from usergroups import prepared, sql
+from usergroups.models import UserGroup
+from usergroups.records import RECORD_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -117,3 +119,14 @@ def test_a_lost_statement_inside_a_transaction_fails_it(group):
 def test_nothing_is_prepared_on_other_databases(group):
     assert not prepared.preparing(connection)
     assert lineage_of(group.team_id)[0][0] == group.team_id
+
+
+@postgres_only
+def test_one_preparing_cursor_per_connection_and_djangos_timestamps(group):
+    row = lineage_of(group.team_id)[0]
+    kept = connection._usergroups_cursor
+    lineage_of(group.team_id)
+    assert connection._usergroups_cursor is kept and not kept.closed
+    created_at = row[RECORD_FIELDS.index("created_at")]
+    stored = UserGroup.objects.values_list("created_at", flat=True).get(pk=group.pk)
+    assert created_at == stored and created_at.tzinfo is stored.tzinfo  # aware, in UTC
