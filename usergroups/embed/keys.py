@@ -121,14 +121,6 @@ def signing_key() -> SigningKey:
     return keyring()[0]
 
 
-def verification_key(kid: object) -> SigningKey | None:
-    """The key in force that ``kid`` names, or None."""
-    for key in keyring():
-        if key.kid == kid:
-            return key
-    return None
-
-
 def jwk_set() -> dict[str, Any]:
     """The JWK Set (RFC 7517) of the public keys that verify current tokens."""
     return {"keys": [dict(key.jwk) for key in keyring()]}
