@@ -1,12 +1,10 @@
 """The app's fixed statements prepared on the server (usergroups.prepared): on PostgreSQL
-they are planned once per connection, the setting turns it off, and a server that lost
-them (as behind a pooler in transaction mode) costs no request its answer."""
-
-import logging
-from collections.abc import Iterator
+they are planned once per connection under names that are digests of their text, the
+setting turns it off, and a server connection that lacks them (as behind a pooler in
+transaction mode) prepares them and answers."""
 
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from tests.support.api import get_or_create
@@ -14,30 +12,24 @@ from usergroups import prepared, sql
 from usergroups.models import UserGroup
 from usergroups.records import RECORD_FIELDS
 
-pytestmark = pytest.mark.django_db
+# Outside a transaction, as a request is served: inside one, reads run unprepared.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 postgres_only = pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="prepares only on PostgreSQL (psycopg 3)"
 )
 
 
-@pytest.fixture(autouse=True)
-def fresh_state() -> Iterator[None]:
-    """Each test starts with preparing allowed on every alias, and leaves it so."""
-    prepared._refused.clear()
-    yield
-    prepared._refused.clear()
-
-
-def statements_on_server() -> list[str]:
+def statements_on_server() -> dict[str, str]:
+    """``{name: PREPARE text}`` of what this session's server connection has prepared."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements")
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT name, statement FROM pg_prepared_statements")
+        return dict(cursor.fetchall())
 
 
 def forget_on_server() -> None:
-    """What a pooler does: the server connection no longer knows the statements that
-    psycopg believes prepared (sent below psycopg, so its cache is not told)."""
+    """What a pooler does: the server connection lent now lacks the statements this
+    client prepared on another (sent below psycopg, so the client is not told)."""
     connection.ensure_connection()
     connection.connection.pgconn.exec_(b"DEALLOCATE ALL")
 
@@ -47,13 +39,28 @@ def lineage_of(team_id: int) -> list[tuple]:
 
 
 @postgres_only
-def test_a_get_prepares_the_key_and_group_statements(api_client):
+def test_a_get_prepares_the_key_and_group_statements_under_their_digests(api_client):
     assert get_or_create(api_client, {"user_group_id": "g"}).status_code == 200
     on_server = statements_on_server()
-    assert any("usergroups_apikey" in text for text in on_server)
-    assert any(text.startswith("WITH RECURSIVE lineage") for text in on_server)
-    # Prepared statements carry placeholders, never a value (no key digest on the server).
-    assert all("$1" in text for text in on_server)
+    assert any("usergroups_apikey" in text for text in on_server.values())
+    assert any(" AS WITH RECURSIVE lineage" in text for text in on_server.values())
+    for name, text in on_server.items():
+        statement = text.split(" AS ", 1)[1].replace("$1", "%s").replace("$2", "%s")
+        assert name == prepared.statement_name(statement.replace("$3", "%s"))
+        # Placeholders, never a value (no key digest on the server).
+        assert "$1" in text
+
+
+@postgres_only
+def test_names_differ_by_statement_and_hold_across_connections(group):
+    lineage_of(group.team_id)
+    sql.GROUP_BY_PROVIDED_ID.fetch([group.workspace_id, group.provided_id])
+    before = statements_on_server()
+    assert len(before) == 2
+    connection.close()
+    lineage_of(group.team_id)
+    sql.GROUP_BY_PROVIDED_ID.fetch([group.workspace_id, group.provided_id])
+    assert statements_on_server() == before  # another client would use the same names
 
 
 @postgres_only
@@ -68,7 +75,7 @@ def test_a_prepared_statement_answers_as_the_unprepared_one(group):
 def test_the_setting_turns_preparing_off(api_client):
     with override_settings(USERGROUPS={"PREPARED_STATEMENTS": False}):
         assert get_or_create(api_client, {"user_group_id": "g"}).status_code == 200
-    assert statements_on_server() == []
+    assert statements_on_server() == {}
 
 
 @postgres_only
@@ -81,21 +88,26 @@ def test_prepared_statements_are_in_the_query_log(group):
 
 
 @postgres_only
-@pytest.mark.django_db(transaction=True)  # a request outside a transaction, as served
-def test_a_lost_statement_is_read_again_unprepared_and_preparing_stops(group, caplog):
+def test_a_server_connection_without_the_statement_prepares_it_and_answers(group):
     expected = lineage_of(group.team_id)
     forget_on_server()
-    with caplog.at_level(logging.WARNING, logger="usergroups.prepared"):
+    with CaptureQueriesContext(connection) as captured:
         assert lineage_of(group.team_id) == expected
-    assert "PREPARED_STATEMENTS" in caplog.text
-    assert connection.alias in prepared._refused
-    forget_on_server()
-    assert lineage_of(group.team_id) == expected  # unprepared now: nothing to lose
-    assert statements_on_server() == []
+    assert len(captured) == 1  # the read, logged once
+    assert len(statements_on_server()) == 1  # prepared again, on this server connection
 
 
 @postgres_only
-@pytest.mark.django_db(transaction=True)
+def test_a_statement_another_client_prepared_is_run_as_it_is(group):
+    expected = lineage_of(group.team_id)
+    # This client no longer believes it prepared it; the server connection has it (as
+    # when a pooler lends one that another client prepared it on).
+    connection._usergroups_cursor.prepared.clear()
+    assert lineage_of(group.team_id) == expected
+    assert len(statements_on_server()) == 1
+
+
+@postgres_only
 def test_a_request_after_a_lost_statement_is_answered(api_client):
     assert get_or_create(api_client, {"user_group_id": "g"}).status_code == 200
     forget_on_server()
@@ -105,14 +117,15 @@ def test_a_request_after_a_lost_statement_is_answered(api_client):
 
 
 @postgres_only
-@pytest.mark.django_db(transaction=True)
-def test_a_lost_statement_inside_a_transaction_fails_it(group):
-    lineage_of(group.team_id)
+def test_reads_inside_a_transaction_run_unprepared(group):
+    expected = lineage_of(group.team_id)
     forget_on_server()
-    with pytest.raises(DatabaseError), transaction.atomic():
-        lineage_of(group.team_id)
-    assert connection.alias in prepared._refused
-    assert lineage_of(group.team_id)  # the next read, unprepared, succeeds
+    with transaction.atomic():
+        # An EXECUTE the server connection cannot answer would abort the transaction.
+        assert lineage_of(group.team_id) == expected
+        assert statements_on_server() == {}
+    assert lineage_of(group.team_id) == expected
+    assert len(statements_on_server()) == 1
 
 
 @pytest.mark.skipif("connection.vendor == 'postgresql'", reason="the other databases")

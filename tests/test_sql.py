@@ -1,6 +1,7 @@
 """Every hand-written statement of ``usergroups.sql`` gives the rows the ORM gives for the
 same question, on the database under test (run on SQLite, PostgreSQL and MariaDB)."""
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -249,12 +250,19 @@ def test_every_statement_is_compared_with_the_orm():
     assert set(QUESTIONS) == set(sql.STATEMENTS)
 
 
+@pytest.mark.parametrize(
+    "outside",
+    # Outside a transaction, as requests read: prepared on PostgreSQL (usergroups.prepared).
+    [False, pytest.param(True, marks=pytest.mark.django_db(transaction=True))],
+    ids=["in-a-transaction", "outside"],
+)
 @pytest.mark.parametrize("name", sorted(QUESTIONS))
-def test_statement_gives_the_orms_rows(data, name):
+def test_statement_gives_the_orms_rows(data, name, outside):
     statement = sql.STATEMENTS[name]
     found = []
     for params, expected in QUESTIONS[name](data):
-        with transaction.atomic():  # a locking statement runs inside one, as it is used
+        # A locking statement runs inside one, as it is used.
+        with nullcontext() if outside and not statement.for_update else transaction.atomic():
             rows = statement.fetch(params)[1]
         assert rows == expected, (name, params)
         found.append(bool(rows))

@@ -4,49 +4,36 @@ Django binds parameters on the client, so PostgreSQL parses and plans every stat
 again on every execution. Planning a lineage statement costs the server more than
 running it (about 0.11 ms against 0.03 on the benchmark's data; bench/RESULTS.md), and a
 get pays it on every request. The statements of :mod:`usergroups.sql` never change shape,
-so here they are bound on the server and prepared once per connection: later executions
+so here each is prepared once per server connection and run by ``EXECUTE``: later runs
 skip parsing and planning. Every other query of the site is left as Django runs it.
 
-A pooler that hands one client's statements to several server connections (PgBouncer
-in transaction mode before 1.21, or without ``max_prepared_statements``) cannot keep
-prepared statements: set ``USERGROUPS["PREPARED_STATEMENTS"] = False`` there. If one is
-met anyway (the server does not know a statement psycopg prepared, or knows its name
-already), preparing stops for that database in this process, with a warning, and a read
-outside a transaction runs again unprepared, so the request still succeeds.
+A statement is prepared by SQL under a name that is the digest of its text
+(``PREPARE usergroups_<digest> AS ...``), not under psycopg's own names, which count up
+per client connection (``_pg3_0``, ``_pg3_1``...). A pooler in transaction mode (PgBouncer
+before 1.21) lends one server connection to many clients: there, one client's ``_pg3_0``
+would run whatever another client prepared under that name. A server connection that
+holds a ``usergroups_<digest>`` holds this very statement, whoever prepared it; one that
+lacks it answers ``EXECUTE`` with an error, and the statement is prepared there and run
+again. A read inside a transaction runs unprepared: there such an error would abort it.
 """
 
-import logging
-import sys
+import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .conf import usergroups_settings
-
-logger = logging.getLogger(__name__)
 
 try:
     import psycopg
     from django.db.backends.postgresql.psycopg_any import register_tzloader
     from psycopg import errors as pg_errors
-    from psycopg.pq import Format
+    from psycopg.pq import Format, TransactionStatus
     from psycopg.types.datetime import TimestamptzLoader
 except ImportError:  # psycopg 2 or no PostgreSQL driver: nothing is prepared
     psycopg = None  # type: ignore[assignment]
-
-#: The aliases on which a pooler refused prepared statements, in this process.
-_refused: set[str] = set()
-
-
-def _lost_statement(exc: BaseException) -> bool:
-    """Whether ``exc`` says the server lost or already had a prepared statement."""
-    cause = exc.__cause__
-    return psycopg is not None and isinstance(
-        cause, pg_errors.InvalidSqlStatementName | pg_errors.DuplicatePreparedStatement
-    )
 
 
 def preparing(connection: BaseDatabaseWrapper) -> bool:
@@ -55,21 +42,23 @@ def preparing(connection: BaseDatabaseWrapper) -> bool:
         psycopg is not None
         and connection.vendor == "postgresql"
         and isinstance(connection.connection, psycopg.Connection)
-        and connection.alias not in _refused
         and bool(usergroups_settings.PREPARED_STATEMENTS)
     )
 
 
+def statement_name(sql: str) -> str:
+    """The name ``sql`` is prepared under: the same text, the same name, on every client."""
+    return "usergroups_" + hashlib.sha256(sql.encode()).hexdigest()[:24]
+
+
 def _preparing_cursor(connection: BaseDatabaseWrapper) -> Any:
-    """The connection's server-binding cursor that prepares what it runs: one per
-    database connection, kept for its next read (making one is half a read's Python)."""
+    """The connection's cursor that runs statements prepared: one per database
+    connection, kept for its next read (making one is half a read's Python)."""
     raw = connection.connection
     kept = getattr(connection, "_usergroups_cursor", None)
     if kept is not None and kept.connection is raw and not kept.closed:
         return kept
-    if raw.prepare_threshold is None:  # Django's default: psycopg would never prepare
-        raw.prepare_threshold = sys.maxsize  # only what is asked for explicitly
-    cursor = _PreparingCursor(raw)
+    cursor = _PreparedCursor(raw)
     timezone = getattr(connection, "timezone", None)
     if timezone is UTC and raw.info.timezone is UTC:
         # Both sides UTC: psycopg's own loader (in C) gives what Django's (in Python,
@@ -83,9 +72,18 @@ def _preparing_cursor(connection: BaseDatabaseWrapper) -> Any:
     return cursor
 
 
-def _rows(connection: BaseDatabaseWrapper, sql: str, params: Any) -> list[Any]:
+def _outside_transaction(connection: BaseDatabaseWrapper) -> bool:
+    raw = connection.connection
+    return bool(raw.autocommit) and raw.info.transaction_status == TransactionStatus.IDLE
+
+
+def fetch_all(
+    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | Mapping[str, Any]
+) -> list[Any]:
+    """The rows of ``sql`` run with ``params``, prepared where :func:`preparing` allows
+    and outside a transaction."""
     wrapper = connection.cursor()  # connects, checks health, wraps for the query log
-    if not preparing(connection):
+    if not preparing(connection) or not _outside_transaction(connection):
         with wrapper:
             wrapper.execute(sql, params)
             return list(wrapper.fetchall())  # mysqlclient gives a tuple
@@ -95,39 +93,57 @@ def _rows(connection: BaseDatabaseWrapper, sql: str, params: Any) -> list[Any]:
     return list(wrapper.fetchall())
 
 
-def fetch_all(
-    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | Mapping[str, Any]
-) -> list[Any]:
-    """The rows of ``sql`` run with ``params``, prepared where :func:`preparing` allows."""
-    try:
-        return _rows(connection, sql, params)
-    except DatabaseError as exc:
-        if not _lost_statement(exc):
-            raise
-        _refused.add(connection.alias)
-        logger.warning(
-            "The database %r lost a prepared statement (a pooler in transaction mode?): "
-            "preparing stops in this process; set USERGROUPS['PREPARED_STATEMENTS'] = False.",
-            connection.alias,
-        )
-        if connection.in_atomic_block:
-            raise
-    return _rows(connection, sql, params)
-
-
 if psycopg is not None:
 
-    class _PreparingCursor(psycopg.Cursor[Any]):
-        """A server-binding cursor whose every statement is prepared (once per
-        connection: psycopg keeps the names)."""
+    class _PreparedCursor(psycopg.ClientCursor[Any]):
+        """Runs each statement as ``EXECUTE`` of the statement prepared under
+        :func:`statement_name`, preparing it first where the server lacks it."""
+
+        def __init__(self, connection: Any) -> None:
+            super().__init__(connection)
+            #: The names this client believes its server connection holds (behind a
+            #: pooler, the next server connection may not).
+            self.prepared: set[str] = set()
+            self._texts: dict[str, tuple[str, str, str]] = {}
+
+        def _statement(self, query: str) -> tuple[str, str, str]:
+            """``(name, PREPARE text, EXECUTE text)`` of ``query`` (``%s`` placeholders)."""
+            texts = self._texts.get(query)
+            if texts is None:
+                name, parts = statement_name(query), query.split("%s")
+                numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1))
+                marks = ", ".join(["%s"] * (len(parts) - 1))
+                texts = self._texts[query] = (
+                    name,
+                    f"PREPARE {name} AS {numbered}{parts[-1]}",
+                    f"EXECUTE {name}({marks})" if marks else f"EXECUTE {name}",
+                )
+            return texts
+
+        def _prepare(self, name: str, text: str) -> None:
+            try:
+                super().execute(text)
+            except pg_errors.DuplicatePreparedStatement:
+                pass  # prepared there already, by this client or another: the same text
+            self.prepared.add(name)
 
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            kwargs["prepare"] = True
-            result = super().execute(query, params, **kwargs)
-            # psycopg keeps no query text for a prepared execution; Django's query log
-            # (``connection.queries``, assertNumQueries) reads it from ``_query.query``.
+            name, prepare, run = self._statement(query)
+            if name not in self.prepared:
+                self._prepare(name, prepare)
+            try:
+                super().execute(run, params, **kwargs)
+            except pg_errors.InvalidSqlStatementName:
+                # Another server connection than the one it was prepared on (a pooler).
+                self._prepare(name, prepare)
+                try:
+                    super().execute(run, params, **kwargs)
+                except pg_errors.InvalidSqlStatementName:  # yet another: run it as it is
+                    super().execute(query, params, **kwargs)
+            # Django's query log (``connection.queries``, assertNumQueries) reads the
+            # statement from ``_query.query``: the statement run, not the EXECUTE.
             self._query = _LoggedQuery(self.connection, query, params)  # type: ignore[assignment]
-            return result
+            return self
 
     class _LoggedQuery:
         """The statement with its values, as Django logs a query: composed only when
@@ -138,4 +154,5 @@ if psycopg is not None:
 
         @property
         def query(self) -> bytes:
+            # Another cursor: composing on the one that ran would drop its result.
             return psycopg.ClientCursor(self.connection).mogrify(self.sql, self.params).encode()

@@ -42,9 +42,10 @@ REDIS_DB = 7
 HOST_PORT = 8000
 WORKERS = 2  # per host: 3 hosts x 2 sync workers on a 2-core machine
 # Behind PgBouncer in transaction mode: no server-side cursor may outlive a transaction,
-# and no statement may be prepared (Debian's PgBouncer 1.18 cannot keep them): Django's
-# backend prepares none (prepare_threshold None) and the hosts turn off the app's own
-# (USERGROUPS_PREPARED_STATEMENTS); CONN_MAX_AGE keeps the cheap client connection.
+# and psycopg may prepare nothing (Debian's PgBouncer 1.18 cannot keep its statements):
+# Django's backend prepares none (prepare_threshold None). The app's own statements are
+# named by their text and hold there (usergroups.prepared): left on, as by default.
+# CONN_MAX_AGE keeps the cheap client connection.
 PGBOUNCER_OPTIONS = "disable_server_side_cursors=True"
 
 
@@ -109,7 +110,7 @@ class Cluster:
             self.database_url(),
             DJANGO_ALLOWED_HOSTS=f"{HOST},{self.network.address(index)}",
             DJANGO_CACHE_URL=f"redis://{self.relay}/{REDIS_DB}?key_prefix={self.key_prefix}",
-            **{"USERGROUPS_PREPARED_STATEMENTS": "false", **overrides},
+            **overrides,
         )
 
     def start(self) -> "Cluster":

@@ -98,6 +98,10 @@ class HAProxy:
         self.wait_until(lambda states: len(states) == len(self.servers), "to start")
         return self
 
+    def log(self) -> str:
+        """What HAProxy printed: its warnings name every server that went down, and why."""
+        return (self.workdir / "haproxy.log").read_text(errors="replace")
+
     def command(self, line: str) -> str:
         """One command of HAProxy's runtime API (the stats socket); its answer."""
         with socket.socket(socket.AF_UNIX) as sock:
@@ -109,18 +113,22 @@ class HAProxy:
                 chunks.append(chunk)
         return b"".join(chunks).decode()
 
-    def states(self) -> dict[str, str]:
-        """Each server's check state: ``UP``, ``DOWN``, ``MAINT``, ... (from ``show stat``)."""
+    def server_stats(self) -> dict[str, dict[str, str]]:
+        """Each server's row of ``show stat`` (status, ``chkdown``, ``wredis``, ...)."""
         lines = self.command("show stat").splitlines()
         if not lines or not lines[0].startswith("# "):
             return {}
         columns = lines[0][2:].split(",")
         rows = [dict(zip(columns, line.split(","), strict=False)) for line in lines[1:] if line]
         return {
-            row["svname"]: row["status"]
+            row["svname"]: row
             for row in rows
             if row.get("pxname") == BACKEND and row["svname"] in self.servers
         }
+
+    def states(self) -> dict[str, str]:
+        """Each server's check state: ``UP``, ``DOWN``, ``MAINT``, ... (from ``show stat``)."""
+        return {name: row["status"] for name, row in self.server_stats().items()}
 
     def wait_until(self, ready, what: str, timeout: float = 30) -> None:
         """Poll :meth:`states` until ``ready(states)``; raise after ``timeout`` seconds."""
