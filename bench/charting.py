@@ -7,6 +7,7 @@ from bench.scenarios import IMPL_LABELS, IMPLS, SCENARIO_ORDER, Results, first_s
 COLORS = {
     "usergroups": "#2b7bba",
     "baseline0": "#d0d0d0",
+    "noauth": "#bcbcbc",
     "baseline1": "#9a9a9a",
     "baseline2": "#e07b39",
 }

@@ -64,6 +64,7 @@ def setup(before_handler=lambda: None) -> tuple:
     mint_body = json.dumps({"user_group_id": GET_BODY["user_group_id"]}).encode()
     cases = {
         "baseline0": ("/bench/bare", f"Token {drf}", body),
+        "noauth": ("/bench/noauth", "", b""),
         "baseline1": ("/bench/constant", f"Token {drf}", body),
         "usergroups": ("/api/user", f"Token {key}", body),
         # The same at depth 5: one more query, for all four ancestors.

@@ -135,6 +135,22 @@ def targets(
     return out
 
 
+def verification_ceiling(results: Results, backends: list[str]) -> list[str]:
+    """Embed token verification between baseline (1) and the same body with no
+    authentication at all (1-): how much of what any verification could gain it keeps."""
+    lines = []
+    for b in backends:
+        base1 = results.median(b, "get", "baseline1", "rps")
+        verify = results.median(b, "embed_verify", "usergroups", "rps")
+        noauth = results.median(b, "embed_verify", "noauth", "rps")
+        if base1 and verify and noauth:
+            lines.append(
+                f"{b}: no authentication at all (1-) {noauth / base1:.2f}x baseline (1), "
+                f"embed token verification {verify / base1:.2f}x"
+            )
+    return lines
+
+
 def pool_comparison(results: Results, backends: list[str]) -> list[str]:
     """Django's psycopg pool against persistent connections, per implementation: the
     same get, the same round, two servers that differ in that setting only."""
@@ -213,6 +229,9 @@ def write_results(
         "",
     ]
     lines += [f"- {'met' if ok else 'MISSED'}: {name}: {value}" for name, value, ok in checks]
+    if ceiling := verification_ceiling(results, backends):
+        lines += ["", "Embed token verification against no authentication (same rounds):", ""]
+        lines += [f"- {line}" for line in ceiling]
     if pooling := pool_comparison(results, backends):
         lines += ["", "Connections, get at 1k groups (same rounds):", ""]
         lines += [f"- {line}" for line in pooling]
@@ -244,5 +263,6 @@ def write_results(
         + "\n".join(
             f"{'met   ' if ok else 'MISSED'}  {name}: {value}" for name, value, ok in checks
         )
+        + "".join(f"\n{line}" for line in verification_ceiling(results, backends))
         + "".join(f"\n{line}" for line in pool_comparison(results, backends))
     )

@@ -6,16 +6,18 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-IMPLS = ("usergroups", "baseline0", "baseline1", "baseline2")
+IMPLS = ("usergroups", "baseline0", "noauth", "baseline1", "baseline2")
 IMPL_LABELS = {
     "usergroups": "usergroups",
     "baseline0": "(0) Django bare",
+    "noauth": "(1-) DRF, no auth",
     "baseline1": "(1) DRF constant",
     "baseline2": "(2) DRF obvious",
 }
 PATHS = {
     "usergroups": "/api/user",
     "baseline0": "/bench/bare",
+    "noauth": "/bench/noauth",
     "baseline1": "/bench/constant",
     "baseline2": "/bench/obvious",
 }
@@ -84,6 +86,8 @@ SCENARIOS = [
         "plain_get",
         path="/bench/embed",
     ),
+    # The same body from a DRF view with no authentication: what no verification costs.
+    Scenario("embed_verify", "embed token verification", "1k", "noauth", "plain_get"),
     Scenario(
         "embed_mint",
         "embed token minting",

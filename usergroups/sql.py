@@ -27,9 +27,10 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DateTimeField, Field, Model
 from django.db.models.expressions import Col
 
+from . import direct
 from .conf import usergroups_settings
 from .models import APIKey, SchemaMapping, UserGroup
-from .prepared import fetch_all
+from .prepared import fetch_all as fetch_prepared
 from .records import INHERITED_FIELDS, RECORD_FIELDS
 
 Row = tuple[Any, ...]
@@ -135,7 +136,7 @@ class Statement:
                 adapt(value) if adapt else value
                 for value, adapt in zip(params, prepared.adapters, strict=True)
             ]
-        rows = fetch_all(connection, prepared.sql, prepared.bind(params))
+        rows = _fetch_all(connection, prepared.sql, prepared.bind(params))
         if prepared.converters and rows:
             rows = prepared.convert_rows(rows, connection)
         return using, rows
@@ -287,10 +288,20 @@ class TreeStatement(Statement):
             prepared = _Prepared.of(self.build_for(connection, len(params)), connection)
             if len(params) == 1:
                 self._prepared[key] = prepared
-        rows = fetch_all(connection, prepared.sql, prepared.bind([*params, walk_limit()]))
+        rows = _fetch_all(connection, prepared.sql, prepared.bind([*params, walk_limit()]))
         if prepared.converters and rows:
             rows = [prepared.convert(row, connection) for row in rows]
         return using, rows
+
+
+def _fetch_all(
+    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | dict[str, Any]
+) -> list[Row]:
+    """The rows of one of the statements here: on SQLite's own cursor where Django's adds
+    nothing (:mod:`.direct`), prepared on PostgreSQL (:mod:`.prepared`)."""
+    if direct.takes(connection, params):
+        return direct.fetch_all(connection, sql, params)  # type: ignore[arg-type]
+    return fetch_prepared(connection, sql, params)
 
 
 #: The fewest levels a walk of the hierarchy may go through: beyond any sane

@@ -8,6 +8,11 @@ and the example project's middleware); everything above it is the cost of an API
 constant body of the size of a get-or-create answer: the floor of "DRF plus one
 authenticated query" on this server.
 
+(1-) ``NoAuthenticationView``: a DRF ``APIView`` with no authentication at all, answering
+a group's variables as the embed verification endpoint does (bench/site/views.py): the
+ceiling any DRF authentication class can reach on this server, so a verification target
+against baseline (1) can be read against what no verification at all would give.
+
 (2) ``ObviousGroupView``: the same service written the obvious way with DRF built-ins:
 ``ModelSerializer`` with nested mappings, ``get_or_create``, ``prefetch_related``,
 ``TokenAuthentication``, tokens stored plain.
@@ -19,11 +24,11 @@ from django.http import JsonResponse
 from rest_framework import serializers
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import NotFound
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bench.workload import CONSTANT_RESPONSE
+from bench.workload import CONSTANT_RESPONSE, TARGET_PROPERTIES
 
 from .models import Group, Mapping
 
@@ -43,6 +48,14 @@ class ConstantView(APIView):
 
     def get(self, request):
         return Response(CONSTANT_RESPONSE)
+
+
+class NoAuthenticationView(APIView):
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        return Response({"success": 1, "variables": TARGET_PROPERTIES})
 
 
 class MappingSerializer(serializers.ModelSerializer):

@@ -87,7 +87,7 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
             return None
         grant: EmbedGrant = result[1]
         if grant.origin is not None and not same_origin(
-            grant.origin, request.headers.get("Origin")
+            grant.origin, request.META.get("HTTP_ORIGIN")
         ):
             raise OriginNotAllowed()
         if not grant.allows_resource(view_resource(request)):
