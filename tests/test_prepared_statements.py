@@ -4,7 +4,7 @@ setting turns it off, and a server connection that lacks them (as behind a poole
 transaction mode) prepares them and answers."""
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 
 from tests.support.api import get_or_create
@@ -102,7 +102,7 @@ def test_a_statement_another_client_prepared_is_run_as_it_is(group):
     expected = lineage_of(group.team_id)
     # This client no longer believes it prepared it; the server connection has it (as
     # when a pooler lends one that another client prepared it on).
-    connection._usergroups_cursor.prepared.clear()
+    connection.connection._usergroups_cursor.prepared.clear()
     assert lineage_of(group.team_id) == expected
     assert len(statements_on_server()) == 1
 
@@ -137,9 +137,37 @@ def test_nothing_is_prepared_on_other_databases(group):
 @postgres_only
 def test_one_preparing_cursor_per_connection_and_djangos_timestamps(group):
     row = lineage_of(group.team_id)[0]
-    kept = connection._usergroups_cursor
+    kept = connection.connection._usergroups_cursor
     lineage_of(group.team_id)
-    assert connection._usergroups_cursor is kept and not kept.closed
+    assert connection.connection._usergroups_cursor is kept and not kept.closed
     created_at = row[RECORD_FIELDS.index("created_at")]
     stored = UserGroup.objects.values_list("created_at", flat=True).get(pk=group.pk)
     assert created_at == stored and created_at.tzinfo is stored.tzinfo  # aware, in UTC
+
+
+@postgres_only
+def test_a_pooled_connection_prepares_each_statement_once(group, monkeypatch):
+    """Django's psycopg pool lends its connections in turn: each keeps what it prepared."""
+    settings = {**connection.settings_dict, "CONN_MAX_AGE": 0}
+    settings["OPTIONS"] = {**settings["OPTIONS"], "pool": {"min_size": 2, "max_size": 2}}
+    pooled = type(connections[connection.alias])(settings, alias="pooled")
+    prepares = []
+    real_prepare = prepared._PreparedCursor._prepare
+    monkeypatch.setattr(
+        prepared._PreparedCursor,
+        "_prepare",
+        lambda cursor, name, text: prepares.append(id(cursor.connection))
+        or real_prepare(cursor, name, text),
+    )
+    statement = sql.GROUP_BY_TEAM_ID.build(pooled).sql
+    lent = set()
+    try:
+        for _ in range(6):  # a request each: a connection from the pool, given back after
+            rows = prepared.fetch_all(pooled, statement, [group.team_id, sql.walk_limit()])
+            assert rows[0][0] == group.team_id
+            lent.add(id(pooled.connection))
+            pooled.close()
+    finally:
+        pooled.close_pool()
+    assert len(lent) == 2  # both connections served
+    assert sorted(prepares) == sorted(lent)  # each prepared the statement once

@@ -52,11 +52,12 @@ def statement_name(sql: str) -> str:
 
 
 def _preparing_cursor(connection: BaseDatabaseWrapper) -> Any:
-    """The connection's cursor that runs statements prepared: one per database
-    connection, kept for its next read (making one is half a read's Python)."""
+    """The cursor that runs statements prepared on ``connection``'s database connection:
+    kept on it (making one is half a read's Python), and with it what that connection has
+    prepared, as long as it lives (a pool lends its connections to request after request)."""
     raw = connection.connection
-    kept = getattr(connection, "_usergroups_cursor", None)
-    if kept is not None and kept.connection is raw and not kept.closed:
+    kept = getattr(raw, "_usergroups_cursor", None)
+    if kept is not None and not kept.closed:
         return kept
     cursor = _PreparedCursor(raw)
     timezone = getattr(connection, "timezone", None)
@@ -68,7 +69,7 @@ def _preparing_cursor(connection: BaseDatabaseWrapper) -> Any:
         loader = raw.adapters.get_loader(psycopg.postgres.types["timestamptz"].oid, Format.TEXT)
         if timezone is not None and getattr(loader, "timezone", timezone) != timezone:
             register_tzloader(timezone, cursor)  # as Django's create_cursor does
-    connection._usergroups_cursor = cursor  # type: ignore[attr-defined]
+    raw._usergroups_cursor = cursor
     return cursor
 
 
