@@ -156,8 +156,9 @@ def test_a_pooled_connection_prepares_each_statement_once(group, monkeypatch):
     monkeypatch.setattr(
         prepared._PreparedCursor,
         "_prepare",
-        lambda cursor, name, text: prepares.append(id(cursor.connection))
-        or real_prepare(cursor, name, text),
+        lambda cursor, name, text: (
+            prepares.append(id(cursor.connection)) or real_prepare(cursor, name, text)
+        ),
     )
     statement = sql.GROUP_BY_TEAM_ID.build(pooled).sql
     lent = set()
