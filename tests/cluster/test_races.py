@@ -37,9 +37,9 @@ def spread_of(cluster, count: int) -> collections.Counter:
 
 
 def test_requests_are_spread_over_every_host(cluster, figures):
-    """Round robin: every host serves, and once the rotation is steady, a third each.
-    HAProxy's round robin evens out the past: a host that came up alone first after the
-    last restart is skipped for a while (13/13/4 was seen over the first 30 gets)."""
+    """Round robin: every host serves, and in a steady rotation a third each. (After hosts
+    come up, HAProxy's rotation first evens out their past; the cluster waits that out,
+    ``Cluster.settle_rotation``, and here a second window of 30 is the one held even.)"""
     haproxy = cluster.haproxy
     haproxy.wait_until(lambda states: all(states.get(n) == "UP" for n in cluster.names), "up")
     downs = {name: row["chkdown"] for name, row in haproxy.server_stats().items()}
