@@ -17,6 +17,7 @@ lacks it answers ``EXECUTE`` with an error, and the statement is prepared there 
 again. A read inside a transaction runs unprepared: there such an error would abort it.
 """
 
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC
@@ -49,6 +50,17 @@ def preparing(connection: BaseDatabaseWrapper) -> bool:
 def statement_name(sql: str) -> str:
     """The name ``sql`` is prepared under: the same text, the same name, on every client."""
     return "usergroups_" + hashlib.sha256(sql.encode()).hexdigest()[:24]
+
+
+@functools.cache
+def _texts(query: str) -> tuple[str, str, str]:
+    """``(name, PREPARE text, EXECUTE text)`` of ``query`` (``%s`` placeholders): the same
+    for every connection, so written once per process."""
+    name, parts = statement_name(query), query.split("%s")
+    numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1))
+    marks = ", ".join(["%s"] * (len(parts) - 1))
+    run = f"EXECUTE {name}({marks})" if marks else f"EXECUTE {name}"
+    return name, f"PREPARE {name} AS {numbered}{parts[-1]}", run
 
 
 def _preparing_cursor(connection: BaseDatabaseWrapper) -> Any:
@@ -105,21 +117,6 @@ if psycopg is not None:
             #: The names this client believes its server connection holds (behind a
             #: pooler, the next server connection may not).
             self.prepared: set[str] = set()
-            self._texts: dict[str, tuple[str, str, str]] = {}
-
-        def _statement(self, query: str) -> tuple[str, str, str]:
-            """``(name, PREPARE text, EXECUTE text)`` of ``query`` (``%s`` placeholders)."""
-            texts = self._texts.get(query)
-            if texts is None:
-                name, parts = statement_name(query), query.split("%s")
-                numbered = "".join(f"{part}${i}" for i, part in enumerate(parts[:-1], 1))
-                marks = ", ".join(["%s"] * (len(parts) - 1))
-                texts = self._texts[query] = (
-                    name,
-                    f"PREPARE {name} AS {numbered}{parts[-1]}",
-                    f"EXECUTE {name}({marks})" if marks else f"EXECUTE {name}",
-                )
-            return texts
 
         def _prepare(self, name: str, text: str) -> None:
             try:
@@ -129,7 +126,7 @@ if psycopg is not None:
             self.prepared.add(name)
 
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            name, prepare, run = self._statement(query)
+            name, prepare, run = _texts(query)
             if name not in self.prepared:
                 self._prepare(name, prepare)
             try:

@@ -136,7 +136,7 @@ class Statement:
                 adapt(value) if adapt else value
                 for value, adapt in zip(params, prepared.adapters, strict=True)
             ]
-        rows = _fetch_all(connection, prepared.sql, prepared.bind(params))
+        rows = _fetch_all(connection, prepared, params)
         if prepared.converters and rows:
             rows = prepared.convert_rows(rows, connection)
         return using, rows
@@ -288,20 +288,21 @@ class TreeStatement(Statement):
             prepared = _Prepared.of(self.build_for(connection, len(params)), connection)
             if len(params) == 1:
                 self._prepared[key] = prepared
-        rows = _fetch_all(connection, prepared.sql, prepared.bind([*params, walk_limit()]))
+        rows = _fetch_all(connection, prepared, [*params, walk_limit()])
         if prepared.converters and rows:
             rows = [prepared.convert(row, connection) for row in rows]
         return using, rows
 
 
 def _fetch_all(
-    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | dict[str, Any]
+    connection: BaseDatabaseWrapper, prepared: "_Prepared", params: list[Any]
 ) -> list[Row]:
     """The rows of one of the statements here: on SQLite's own cursor where Django's adds
     nothing (:mod:`.direct`), prepared on PostgreSQL (:mod:`.prepared`)."""
-    if direct.takes(connection, params):
-        return direct.fetch_all(connection, sql, params)  # type: ignore[arg-type]
-    return fetch_prepared(connection, sql, params)
+    bound = prepared.bind(params)
+    if prepared.native and direct.takes(connection):
+        return direct.fetch_all(connection, prepared.native, bound)
+    return fetch_prepared(connection, prepared.sql, bound)
 
 
 #: The fewest levels a walk of the hierarchy may go through: beyond any sane
@@ -324,6 +325,8 @@ class _Prepared(NamedTuple):
     shared: int = 0
     #: Parameters by name (SQLite): see :func:`_by_name`.
     named: bool = False
+    #: SQLite: the statement as the driver takes it (``:p0``), for :mod:`.direct`.
+    native: str = ""
 
     @classmethod
     def of(cls, query: Query, connection: BaseDatabaseWrapper) -> "_Prepared":
@@ -337,12 +340,10 @@ class _Prepared(NamedTuple):
                 converters.append((index, functions, column))
         adapters = [_adapter(field, connection) for field in query.params]
         named = connection.vendor == "sqlite"
+        sql = _by_name(query.sql) if named else query.sql
+        native = sql % {f"p{i}": f":p{i}" for i in range(query.sql.count("%s"))} if named else ""
         return cls(
-            _by_name(query.sql) if named else query.sql,
-            converters,
-            adapters if any(adapters) else None,
-            query.shared,
-            named,
+            sql, converters, adapters if any(adapters) else None, query.shared, named, native
         )
 
     def bind(self, params: Sequence[Any]) -> Sequence[Any] | dict[str, Any]:
