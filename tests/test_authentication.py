@@ -16,9 +16,9 @@ from rest_framework.test import APIRequestFactory
 from tests.support.api import get_or_create
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import crypto
-from usergroups.authentication import APIKeyAuthentication
+from usergroups.auth.api_key import APIKeyAuthentication
+from usergroups.auth.permissions import HasAPIKey
 from usergroups.models import APIKey
-from usergroups.permissions import HasAPIKey
 from usergroups.services.keys import find_api_key, revoke_key
 
 factory = APIRequestFactory()

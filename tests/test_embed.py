@@ -8,7 +8,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.test import APIRequestFactory
 
 from usergroups import services
-from usergroups.group_token_auth import GroupTokenAuthentication, resolve_group_token
+from usergroups.auth.group_token import GroupTokenAuthentication, resolve_group_token
 
 factory = APIRequestFactory()
 

@@ -6,12 +6,12 @@ import pytest
 from tests.support.api import assert_error
 from tests.support.embed import DashboardView, clock_moved, dashboard, minted
 from usergroups import services
-from usergroups.embed.authentication import EmbedTokenAuthentication
+from usergroups.auth.embed import EmbedTokenAuthentication
+from usergroups.auth.group_token import GroupTokenAuthentication
+from usergroups.auth.permissions import HasEmbedToken, HasGroupToken
+from usergroups.contrib.variables import VariableError, group_variables, render_sql
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.tokens import verify
-from usergroups.group_token_auth import GroupTokenAuthentication
-from usergroups.permissions import HasEmbedToken, HasGroupToken
-from usergroups.variables import VariableError, group_variables, render_sql
 
 
 class EitherView(DashboardView):

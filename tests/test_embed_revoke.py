@@ -14,8 +14,8 @@ from tests.support.embed import dashboard, introspect, minted, revoke
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from tests.support.queries import statements
 from usergroups import services, signals
+from usergroups.auth.group_token import resolve_group_token
 from usergroups.embed import tokens
-from usergroups.group_token_auth import resolve_group_token
 from usergroups.models import UserGroup
 from usergroups.records import GroupRecord
 

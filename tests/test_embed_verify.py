@@ -20,8 +20,8 @@ from tests.support.api import assert_error
 from tests.support.embed import SalesView, clock_moved, dashboard, minted
 from tests.support.factories import UserGroupFactory
 from usergroups import services
+from usergroups.auth.group_token import GroupTokenAuthentication
 from usergroups.embed import keys
-from usergroups.group_token_auth import GroupTokenAuthentication
 
 
 def b64(raw: bytes) -> str:

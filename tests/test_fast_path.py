@@ -24,10 +24,10 @@ from tests.support.api import API_URL, client_for, send
 from tests.support.embed import EMBED_URL
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from usergroups import crypto
+from usergroups.api.embed_views import EmbedTokenView
+from usergroups.api.views import FastPathView, UserGroupView
 from usergroups.embed import tokens
-from usergroups.embed.views import EmbedTokenView
 from usergroups.services import groups
-from usergroups.views import FastPathView, UserGroupView
 
 pytestmark = pytest.mark.usefixtures("recently_used_key")
 

@@ -16,10 +16,10 @@ from tests.support.api import (
 from tests.support.concurrency import run_together
 from tests.support.db_state import database_unchanged
 from tests.support.factories import SchemaMappingFactory, UserGroupFactory
-from usergroups.group_token_auth import resolve_group_token
+from usergroups.auth.group_token import resolve_group_token
+from usergroups.contrib.variables import data_source_for, group_variables
 from usergroups.models import UserGroup
 from usergroups.signals import group_deleted, group_moved
-from usergroups.variables import data_source_for, group_variables
 
 
 def put(client, body):

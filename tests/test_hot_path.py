@@ -17,16 +17,16 @@ from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import only_reads
 from usergroups import crypto, services
-from usergroups.embed.serializers import EmbedGroupSerializer, MintRequestSerializer
-from usergroups.exceptions import TokenUnavailable
-from usergroups.models import APIKey, UserGroup
-from usergroups.records import RECORD_FIELDS, GroupRecord
-from usergroups.serializers import (
+from usergroups.api.embed_serializers import EmbedGroupSerializer, MintRequestSerializer
+from usergroups.api.exceptions import TokenUnavailable
+from usergroups.api.serializers import (
     GetOrCreateRequestSerializer,
     RotatedGroupSerializer,
     RotateRequestSerializer,
     UserGroupSerializer,
 )
+from usergroups.models import APIKey, UserGroup
+from usergroups.records import RECORD_FIELDS, GroupRecord
 
 GOOD_KEY_BODY = "A" * 43
 

@@ -118,7 +118,7 @@ def test_a_full_request_cycle_logs_no_secret(log_records):
     said = [everything_said(record) for record in log_records]
     # The capture works: the cycle was logged, SQL with parameters included...
     names = {record.name for record in log_records}
-    assert {"usergroups.services.groups", "usergroups.authentication", "django.request"} <= names
+    assert {"usergroups.services.groups", "usergroups.auth.api_key", "django.request"} <= names
     assert "django.db.backends" in names
     assert any("Rotated the token" in text for text in said)
     # ...a key is named by its prefix...

@@ -5,15 +5,15 @@ import yaml
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
-from usergroups.embed.openapi import EMBED_OPERATIONS
-from usergroups.embed.views import (
+from usergroups.api.embed_openapi import EMBED_OPERATIONS
+from usergroups.api.embed_views import (
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
     EmbedTokenView,
     JWKSView,
 )
-from usergroups.openapi import LIST_OPERATION, OPERATIONS
-from usergroups.views import UserGroupListView, UserGroupView
+from usergroups.api.openapi import LIST_OPERATION, OPERATIONS
+from usergroups.api.views import UserGroupListView, UserGroupView
 
 
 @pytest.fixture(scope="module")

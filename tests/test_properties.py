@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from tests.support.api import get_or_create, rotate
 from tests.support.factories import UserGroupFactory
 from usergroups import services
+from usergroups.api.parsers import loads_strict, max_body_depth
 from usergroups.conf import usergroups_settings
 from usergroups.models import UserGroup
-from usergroups.parsers import loads_strict, max_body_depth
 from usergroups.validators import (
     MAX_ID_LENGTH,
     check_text,

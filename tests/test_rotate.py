@@ -11,7 +11,7 @@ from tests.support.api import API_URL, get_or_create, rotate
 from tests.support.db_state import database_unchanged
 from tests.support.factories import UserGroupFactory
 from usergroups import crypto, signals
-from usergroups.group_token_auth import resolve_group_token
+from usergroups.auth.group_token import resolve_group_token
 from usergroups.models import UserGroup
 
 TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")

@@ -16,7 +16,7 @@ from django.test import override_settings
 
 from tests.support.api import get_or_create, rotate, status_and_body
 from usergroups import crypto
-from usergroups.group_token_auth import resolve_group_token
+from usergroups.auth.group_token import resolve_group_token
 from usergroups.models import UserGroup
 
 OLD_KEY = "usergroups-old-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"

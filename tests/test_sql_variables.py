@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.factories import SchemaMappingFactory, UserGroupFactory
-from usergroups.group_token_auth import resolve_group_token
-from usergroups.sqlscan import DIALECTS, _placeholders_in_code
-from usergroups.variables import (
+from usergroups.auth.group_token import resolve_group_token
+from usergroups.contrib.sqlscan import DIALECTS, _placeholders_in_code
+from usergroups.contrib.variables import (
     PLACEHOLDER,
     VariableError,
     data_source_for,

@@ -12,8 +12,8 @@ from tests.support import services
 from tests.support.api import client_for, get_or_create
 from tests.support.concurrency import run_together
 from tests.support.factories import APIKeyFactory
-from usergroups import throttling
-from usergroups.throttling import APIKeyRateThrottle
+from usergroups.api import throttling
+from usergroups.api.throttling import APIKeyRateThrottle
 
 ACME = {"user_group_id": "acme"}
 LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -118,7 +118,7 @@ UNREACHABLE = {
     USERGROUPS={"THROTTLE_RATE": "1/minute", "THROTTLE_CACHE": "down"},
 )
 def test_an_unreachable_cache_lets_requests_through_and_says_so(api_client, caplog):
-    with caplog.at_level(logging.WARNING, logger="usergroups.throttling"):
+    with caplog.at_level(logging.WARNING, logger="usergroups.api.throttling"):
         statuses = [get_or_create(api_client, ACME).status_code for _ in range(2)]
     assert statuses == [200, 200]
     assert "Throttling skipped: cache 'down' unreachable" in caplog.text

@@ -11,7 +11,7 @@ from tests.support.factories import (
     UserGroupFactory,
     WorkspaceFactory,
 )
-from usergroups.group_token_auth import resolve_group_token
+from usergroups.auth.group_token import resolve_group_token
 from usergroups.models import SchemaMapping, UserGroup
 from usergroups.signals import group_deleted, group_updated
 

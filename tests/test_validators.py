@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import override_settings
 
-from usergroups.parsers import loads_strict
+from usergroups.api.parsers import loads_strict
 from usergroups.validators import (
     MAX_ID_LENGTH,
     check_text,

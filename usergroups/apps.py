@@ -9,8 +9,7 @@ class UserGroupsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from usergroups import checks  # noqa: F401  (registers the system checks)
 
         if importlib.util.find_spec("drf_spectacular") is not None:
-            from . import openapi  # noqa: F401  (registers the OpenAPI extensions)
-            from .embed import openapi as embed_openapi  # noqa: F401  (the same, embed tokens)
+            from usergroups.api import embed_openapi as embed_openapi

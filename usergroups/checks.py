@@ -9,9 +9,9 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
-from .conf import DEFAULTS
-from .crypto import token_secrets
-from .embed.keys import SigningKeyError, given_key
+from usergroups.conf import DEFAULTS
+from usergroups.crypto import token_secrets
+from usergroups.embed.keys import SigningKeyError, given_key
 
 MIN_SECRET_LENGTH = 32
 

@@ -22,7 +22,7 @@ from typing import TypeGuard
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from .conf import usergroups_settings
+from usergroups.conf import usergroups_settings
 
 KEY_PREFIX = "ugk_"
 TOKEN_PREFIX = "ugt_"

@@ -1,6 +1,6 @@
 """Plain requests of the API's hottest endpoints, answered without DRF's dispatch: the
 get of ``/api/user`` (every dashboard render) and the mint of an embed token (every
-embedded view), each with a plain JSON body (:class:`usergroups.views.FastPathView`).
+embedded view), each with a plain JSON body (:class:`usergroups.api.views.FastPathView`).
 
 DRF's dispatch builds a request wrapper, parser, negotiator and renderer objects and a
 template response for each; here the same steps run directly: the API key's
@@ -33,13 +33,13 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
-from .conf import usergroups_settings
-from .health import read_checking_connection
-from .models import APIKey
-from .parsers import loads_strict, max_body_depth
+from usergroups.api.parsers import loads_strict, max_body_depth
+from usergroups.conf import usergroups_settings
+from usergroups.health import read_checking_connection
+from usergroups.models import APIKey
 
 if TYPE_CHECKING:
-    from .views import FastPathView
+    from usergroups.api.views import FastPathView
 
 JSON = "application/json"
 _renderer = JSONRenderer()

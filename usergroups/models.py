@@ -9,9 +9,9 @@ from django.db import models
 from django.utils import timezone
 from django.utils.functional import cached_property
 
-from . import crypto
-from .fields import ExactCharField, JSONTextField
-from .scopes import SCOPES, field_name
+from usergroups import crypto
+from usergroups.fields import ExactCharField, JSONTextField
+from usergroups.scopes import SCOPES, field_name
 
 
 class Workspace(models.Model):

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from .conf import usergroups_settings
+from usergroups.conf import usergroups_settings
 
 try:
     import psycopg

@@ -2,8 +2,8 @@
 
 Every group operation of :mod:`usergroups.services.groups` (get, create, the re-read of
 a lost insert race, update, rotate, delete, list) and the group-token side
-(:mod:`usergroups.group_token_auth`) return one; the serializers, the signals'
-receivers and :mod:`usergroups.variables` read only it. It holds all they read, so
+(:mod:`usergroups.auth.group_token`) return one; the serializers, the signals'
+receivers and :mod:`usergroups.contrib.variables` read only it. It holds all they read, so
 reading it never costs a query:
 
 - ``mapping``: schema id -> data source id, in one order on every path and database:
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from . import crypto
-from .models import UserGroup
+from usergroups import crypto
+from usergroups.models import UserGroup
 
 
 class Ancestor(NamedTuple):

@@ -3,7 +3,7 @@
 A key holds a subset of :data:`SCOPES`, stored as one boolean column per scope on the
 key's row (``scope_read``...). Booleans travel with the row the API's one key lookup
 loads, so checking a scope costs no query, and the admin filters on them as on any
-boolean. :mod:`usergroups.permissions` decides, from these, whether a request may go on.
+boolean. :mod:`usergroups.auth.permissions` decides, from these, whether a request may go on.
 """
 
 from collections.abc import Iterable

@@ -22,7 +22,7 @@ from django.db import router, transaction
 from django.db.models import Model
 from django.dispatch import Signal
 
-from .models import UserGroup
+from usergroups.models import UserGroup
 
 group_created = Signal()
 group_updated = Signal()

@@ -27,11 +27,11 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DateTimeField, Field, Model
 from django.db.models.expressions import Col
 
-from . import direct
-from .conf import usergroups_settings
-from .models import APIKey, SchemaMapping, UserGroup
-from .prepared import fetch_all as fetch_prepared
-from .records import INHERITED_FIELDS, RECORD_FIELDS
+from usergroups import direct
+from usergroups.conf import usergroups_settings
+from usergroups.models import APIKey, SchemaMapping, UserGroup
+from usergroups.prepared import fetch_all as fetch_prepared
+from usergroups.records import INHERITED_FIELDS, RECORD_FIELDS
 
 Row = tuple[Any, ...]
 

@@ -1,20 +1,20 @@
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import re_path
 
-from .checks import check_rest_framework_version
+from usergroups.checks import check_rest_framework_version
 
 # Django imports URLconfs while running the system checks, and a DRF too old for this
 # Django fails to import its views there, so E010 would never be shown: say it here.
 if too_old := check_rest_framework_version():
     raise ImproperlyConfigured(f"{too_old[0].msg} {too_old[0].hint} ({too_old[0].id})")
 
-from .embed.views import (  # noqa: E402
+from usergroups.api.embed_views import (  # noqa: E402
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
     EmbedTokenView,
     JWKSView,
 )
-from .views import UserGroupListView, UserGroupView  # noqa: E402
+from usergroups.api.views import UserGroupListView, UserGroupView  # noqa: E402
 
 app_name = "usergroups"
 

@@ -10,8 +10,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from .conf import usergroups_settings
-from .fields import compact_json
+from usergroups.conf import usergroups_settings
+from usergroups.fields import compact_json
 
 MAX_ID_LENGTH = 255
 

@@ -31,9 +31,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field
 from django.db.models.signals import post_save, pre_save
 
-from .models import SchemaMapping, UserGroup
-from .records import RECORD_FIELDS
-from .sql import GroupStatement, Query, Table
+from usergroups.models import SchemaMapping, UserGroup
+from usergroups.records import RECORD_FIELDS
+from usergroups.sql import GroupStatement, Query, Table
 
 #: The columns of a mapping row, in the order its INSERT writes them.
 MAPPING_FIELDS = ("group", "schema_id", "data_source_id")

@@ -28,9 +28,8 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bench.baseline.models import Group, Mapping
 from bench.workload import CONSTANT_RESPONSE, TARGET_PROPERTIES
-
-from .models import Group, Mapping
 
 
 def new_token() -> str:

@@ -5,8 +5,8 @@ view behind ``EmbedTokenAuthentication`` answering the variables the token grant
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from usergroups.embed.authentication import EmbedTokenAuthentication
-from usergroups.permissions import HasEmbedToken
+from usergroups.auth.embed import EmbedTokenAuthentication
+from usergroups.auth.permissions import HasEmbedToken
 
 
 class EmbedVariablesView(APIView):

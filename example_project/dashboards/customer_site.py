@@ -20,13 +20,12 @@ from django.views.decorators.clickjacking import xframe_options_deny
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_POST
 
+from example_project.dashboards.demo import demo_workspace_slug
+from example_project.dashboards.queries import SCHEMA_ID
 from usergroups.embed.origins import normalize_origin
 from usergroups.models import Workspace
 from usergroups.records import GroupRecord
 from usergroups.services import embed, groups
-
-from .demo import demo_workspace_slug
-from .queries import SCHEMA_ID
 
 # The page loads its script and style from this site only, and its script talks to this
 # site only (to mint tokens).

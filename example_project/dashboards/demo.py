@@ -2,11 +2,10 @@
 
 from django.conf import settings
 
+from example_project.dashboards.sources import ensure_sample_data
 from usergroups.models import Workspace
 from usergroups.records import GroupRecord
 from usergroups.services import groups
-
-from .sources import ensure_sample_data
 
 #: What a customer site's backend would send to ``GET /api/user`` for each of its customers.
 DEMO_GROUPS = [

@@ -1,7 +1,7 @@
 """The dashboard's one query: a group's sales rows, filtered by its properties.
 
 The host writes the SQL once, with ``{{ regions }}`` where the group's value goes;
-``usergroups.variables.render_sql`` makes it DB-API SQL plus parameters, so a property
+``usergroups.contrib.variables.render_sql`` makes it DB-API SQL plus parameters, so a property
 value (however hostile) is only ever data. The data source (the table) comes from the
 group's mapping for the schema id ``sales``, through the allow-list in :mod:`.sources`.
 """
@@ -11,10 +11,9 @@ from typing import Any
 
 from django.db import connections, router
 
+from example_project.dashboards.sources import DATA_SOURCES
+from usergroups.contrib.variables import VariableError, data_source_for, group_variables, render_sql
 from usergroups.records import GroupRecord
-from usergroups.variables import VariableError, data_source_for, group_variables, render_sql
-
-from .sources import DATA_SOURCES
 
 SCHEMA_ID = "sales"
 COLUMNS = ("region", "product", "month", "amount")

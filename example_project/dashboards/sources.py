@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from .models import EuWarehouseSale, UsWarehouseSale
+from example_project.dashboards.models import EuWarehouseSale, UsWarehouseSale
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import customer_site, views
+from example_project.dashboards import customer_site, views
 
 app_name = "dashboards"
 

@@ -18,14 +18,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from usergroups.embed.authentication import EmbedTokenAuthentication
-from usergroups.exceptions import exception_handler
-from usergroups.group_token_auth import GroupTokenAuthentication
-from usergroups.permissions import HasEmbedToken, HasGroupToken
+from example_project.dashboards.customer_site import site_origin
+from example_project.dashboards.queries import SCHEMA_ID, NoDataSource, VariableError, sales_rows
+from usergroups.api.exceptions import exception_handler
+from usergroups.auth.embed import EmbedTokenAuthentication
+from usergroups.auth.group_token import GroupTokenAuthentication
+from usergroups.auth.permissions import HasEmbedToken, HasGroupToken
 from usergroups.records import GroupRecord
-
-from .customer_site import site_origin
-from .queries import SCHEMA_ID, NoDataSource, VariableError, sales_rows
 
 # The token never leaves this page except in the data request's header.
 EMBED_CSP = (

@@ -9,4 +9,4 @@ class DemoConfig(AppConfig):
     verbose_name = "Demo setup"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the check)
+        from example_project.demo import checks  # noqa: F401  (registers the check)

@@ -1,5 +1,5 @@
 import sys
 
-from .run import main
+from tests.docs_examples.run import main
 
 sys.exit(main())

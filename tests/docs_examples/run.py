@@ -8,12 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests.docs_examples import outputs, pages
+from tests.docs_examples.shell import Shell
 from tests.support import ROOT
 from tests.support.deployment import manage, server_env
 from tests.support.gunicorn import Gunicorn
-
-from . import outputs, pages
-from .shell import Shell
 
 MKDOCS_YML = ROOT / "mkdocs.yml"
 # One process, as `make demo`'s runserver: a throttling example counts in its memory.

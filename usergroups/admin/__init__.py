@@ -1,7 +1,7 @@
 """The Django admin of django-usergroups: one module per model."""
 
-from .groups import SchemaMappingInline, UserGroupAdmin
-from .keys import APIKeyAdmin
-from .workspaces import WorkspaceAdmin
+from usergroups.admin.groups import SchemaMappingInline, UserGroupAdmin
+from usergroups.admin.keys import APIKeyAdmin
+from usergroups.admin.workspaces import WorkspaceAdmin
 
 __all__ = ["APIKeyAdmin", "SchemaMappingInline", "UserGroupAdmin", "WorkspaceAdmin"]

@@ -42,8 +42,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
-from ..fields import compact_json
-from ..models import APIKey, UserGroup
+from usergroups.fields import compact_json
+from usergroups.models import APIKey, UserGroup
 
 MEDIA = Media(
     js=["usergroups/admin/secret.js"],

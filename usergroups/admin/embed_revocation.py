@@ -19,9 +19,9 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from ..models import UserGroup
-from ..services import embed
-from .common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.admin.common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.models import UserGroup
+from usergroups.services import embed
 
 if TYPE_CHECKING:
     EmbedRevocationBase = admin.ModelAdmin[UserGroup]

@@ -10,13 +10,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from ..conf import usergroups_settings
-from ..models import APIKey, SchemaMapping, UserGroup
-from ..parsers import loads_strict
-from ..scopes import SCOPES
-from ..services import hierarchy
-from ..validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
-from .common import readable_json
+from usergroups.admin.common import readable_json
+from usergroups.api.parsers import loads_strict
+from usergroups.conf import usergroups_settings
+from usergroups.models import APIKey, SchemaMapping, UserGroup
+from usergroups.scopes import SCOPES
+from usergroups.services import hierarchy
+from usergroups.validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
 def _size(count: int) -> str:

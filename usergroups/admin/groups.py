@@ -11,10 +11,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from ..models import SchemaMapping, UserGroup
-from ..records import GroupRecord
-from ..services import groups
-from .common import (
+from usergroups.admin.common import (
     MEDIA,
     OfferedLookupsOnly,
     readable_json,
@@ -22,9 +19,12 @@ from .common import (
     subquery_count,
     when,
 )
-from .embed_revocation import EmbedRevocationMixin
-from .forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
-from .rotation import TokenRotationMixin
+from usergroups.admin.embed_revocation import EmbedRevocationMixin
+from usergroups.admin.forms import SchemaMappingForm, SchemaMappingFormSet, UserGroupAdminForm
+from usergroups.admin.rotation import TokenRotationMixin
+from usergroups.models import SchemaMapping, UserGroup
+from usergroups.records import GroupRecord
+from usergroups.services import groups
 
 VIEW_TOKEN = "usergroups.view_token"
 

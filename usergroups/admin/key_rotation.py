@@ -20,10 +20,10 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from ..models import APIKey
-from ..scopes import ordered
-from ..services import keys
-from .common import confirmation_response, secret_html
+from usergroups.admin.common import confirmation_response, secret_html
+from usergroups.models import APIKey
+from usergroups.scopes import ordered
+from usergroups.services import keys
 
 if TYPE_CHECKING:
     KeyRotationBase = admin.ModelAdmin[APIKey]

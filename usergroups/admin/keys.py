@@ -15,14 +15,14 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from .. import crypto
-from ..models import APIKey
-from ..scopes import SCOPES, field_name, ordered
-from ..services import keys
-from .common import MEDIA, OfferedLookupsOnly, secret_html, when
-from .forms import APIKeyAddForm, APIKeyChangeForm
-from .key_rotation import KeyRotationMixin
-from .revocation import KeyRevocationMixin
+from usergroups import crypto
+from usergroups.admin.common import MEDIA, OfferedLookupsOnly, secret_html, when
+from usergroups.admin.forms import APIKeyAddForm, APIKeyChangeForm
+from usergroups.admin.key_rotation import KeyRotationMixin
+from usergroups.admin.revocation import KeyRevocationMixin
+from usergroups.models import APIKey
+from usergroups.scopes import SCOPES, field_name, ordered
+from usergroups.services import keys
 
 # A key made by save_model, until response_add shows it (once) and drops it.
 _NEW_KEYS: "WeakKeyDictionary[APIKey, str]" = WeakKeyDictionary()

@@ -16,9 +16,9 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from ..models import APIKey
-from ..services import keys
-from .common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.admin.common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.models import APIKey
+from usergroups.services import keys
 
 if TYPE_CHECKING:
     RevocationBase = admin.ModelAdmin[APIKey]

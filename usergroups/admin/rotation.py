@@ -17,10 +17,10 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from .. import services
-from ..conf import usergroups_settings
-from ..models import UserGroup
-from .common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups import services
+from usergroups.admin.common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.conf import usergroups_settings
+from usergroups.models import UserGroup
 
 if TYPE_CHECKING:
     RotationBase = admin.ModelAdmin[UserGroup]

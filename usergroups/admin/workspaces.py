@@ -10,8 +10,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from ..models import APIKey, UserGroup, Workspace
-from .common import MEDIA, OfferedLookupsOnly, subquery_count, when
+from usergroups.admin.common import MEDIA, OfferedLookupsOnly, subquery_count, when
+from usergroups.models import APIKey, UserGroup, Workspace
 
 if TYPE_CHECKING:
     WorkspaceAdminBase = admin.ModelAdmin[Workspace]

@@ -1,12 +1,12 @@
 """What a verified embed token gives a view: ``request.auth`` under
-:class:`~usergroups.embed.authentication.EmbedTokenAuthentication`."""
+:class:`~usergroups.auth.embed.EmbedTokenAuthentication`."""
 
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..records import GroupRecord
-from .tokens import Claims
+from usergroups.embed.tokens import Claims
+from usergroups.records import GroupRecord
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.utils.encoding import force_bytes
 
-from .. import crypto
-from ..conf import usergroups_settings
+from usergroups import crypto
+from usergroups.conf import usergroups_settings
 
 # HKDF's "info": what the derived bytes are for. Changing it changes every key.
 _DERIVATION_LABEL = b"usergroups embed-token signing key v1 (Ed25519)"

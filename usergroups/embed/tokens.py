@@ -27,8 +27,8 @@ import jwt
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from ..conf import usergroups_settings
-from . import keys, verified
+from usergroups.conf import usergroups_settings
+from usergroups.embed import keys, verified
 
 #: The largest embed token, in bytes (CONTRACT section 6).
 MAX_TOKEN_BYTES = 4096

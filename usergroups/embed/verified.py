@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from .keys import SigningKey
+from usergroups.embed.keys import SigningKey
 
 #: How many verified tokens a process remembers (about 150 bytes each).
 MAX_ENTRIES = 4096

@@ -9,6 +9,6 @@ views, the admin, the management commands and host code all call them, so signal
 logging and guarantees are the same from every door.
 """
 
-from . import embed, groups, hierarchy, keys
+from usergroups.services import embed, groups, hierarchy, keys
 
 __all__ = ["embed", "groups", "hierarchy", "keys"]

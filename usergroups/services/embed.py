@@ -23,15 +23,15 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from .. import sql
-from ..conf import usergroups_settings
-from ..conflicts import retry_on_conflict
-from ..embed import tokens
-from ..embed.grant import EmbedGrant
-from ..models import UserGroup
-from ..records import GroupRecord
-from ..signals import embed_tokens_revoked, send_on_commit
-from . import hierarchy
+from usergroups import sql
+from usergroups.conf import usergroups_settings
+from usergroups.embed import tokens
+from usergroups.embed.grant import EmbedGrant
+from usergroups.models import UserGroup
+from usergroups.records import GroupRecord
+from usergroups.services import hierarchy
+from usergroups.services.retry import retry_on_conflict
+from usergroups.signals import embed_tokens_revoked, send_on_commit
 
 logger = logging.getLogger(__name__)
 

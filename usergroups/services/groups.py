@@ -25,12 +25,14 @@ from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from .. import crypto, scopes, sql, writes
-from ..conf import usergroups_settings
-from ..conflicts import retry_on_conflict
-from ..models import SchemaMapping, UserGroup
-from ..records import RECORD_FIELDS, Ancestor, GroupRecord
-from ..signals import (
+from usergroups import crypto, scopes, sql, writes
+from usergroups.conf import usergroups_settings
+from usergroups.models import SchemaMapping, UserGroup
+from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
+from usergroups.services import hierarchy
+from usergroups.services.hierarchy import InvalidParent
+from usergroups.services.retry import retry_on_conflict
+from usergroups.signals import (
     group_created,
     group_deleted,
     group_moved,
@@ -38,8 +40,6 @@ from ..signals import (
     send_on_commit,
     token_rotated,
 )
-from . import hierarchy
-from .hierarchy import InvalidParent
 
 __all__ = ["HasChildren", "InvalidParent", "ProvidedIdTaken"]
 

@@ -16,10 +16,10 @@ from typing import Any
 from django.db import connections, router
 from django.utils.translation import gettext_lazy as _
 
-from .. import sql
-from ..conf import usergroups_settings
-from ..models import UserGroup, Workspace
-from ..records import (
+from usergroups import sql
+from usergroups.conf import usergroups_settings
+from usergroups.models import UserGroup, Workspace
+from usergroups.records import (
     DISTANCE_INDEX,
     PARENT_INDEX,
     PROPERTIES_INDEX,

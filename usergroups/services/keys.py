@@ -15,10 +15,10 @@ from django.db import router, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from .. import crypto, sql
-from ..models import APIKey
-from ..scopes import SCOPES, field_name
-from ..signals import api_key_rotated, send_on_commit
+from usergroups import crypto, sql
+from usergroups.models import APIKey
+from usergroups.scopes import SCOPES, field_name
+from usergroups.signals import api_key_rotated, send_on_commit
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import ParamSpec, TypeVar
 
 from django.db import OperationalError, router, transaction
 
-from .models import UserGroup
+from usergroups.models import UserGroup
 
 logger = logging.getLogger(__name__)
 

@@ -11,16 +11,16 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from ..conf import usergroups_settings
-from ..records import GroupRecord
-from ..serializers import StrictCharField, TokenRequestSerializer
-from ..validators import check_text, validate_properties
-from .grant import EmbedGrant
-from .origins import MAX_ORIGIN_LENGTH, normalize_origin
-from .tokens import timestamp_text
+from usergroups.api.serializers import StrictCharField, TokenRequestSerializer
+from usergroups.conf import usergroups_settings
+from usergroups.embed.grant import EmbedGrant
+from usergroups.embed.origins import MAX_ORIGIN_LENGTH, normalize_origin
+from usergroups.embed.tokens import timestamp_text
+from usergroups.records import GroupRecord
+from usergroups.validators import check_text, validate_properties
 
 if TYPE_CHECKING:
-    from ..services.embed import MintedGroup
+    from usergroups.services.embed import MintedGroup
 
 MIN_EXPIRES_IN = 30
 #: The largest ``params``, in bytes of compact UTF-8 JSON.

@@ -1,5 +1,5 @@
 """OpenAPI description of ``/api/user/embed-token`` and its JWK Set, for drf-spectacular
-(registered from :mod:`usergroups.apps` with :mod:`usergroups.openapi`, whose shared
+(registered from :mod:`usergroups.apps` with :mod:`usergroups.api.openapi`, whose shared
 schemas it uses). Written by hand, like the rest: they are the contract."""
 
 from typing import Any
@@ -9,11 +9,16 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.views import APIView
 
-from ..openapi import ERROR, TEXT, Schema, UserGroupAutoSchema, _errors, _success
-from .origins import MAX_ORIGIN_LENGTH
-from .serializers import MAX_PARAMS_BYTES, MIN_EXPIRES_IN
-from .tokens import MAX_TOKEN_BYTES
-from .views import EmbedTokenIntrospectView, EmbedTokenRevokeView, EmbedTokenView, JWKSView
+from usergroups.api.embed_serializers import MAX_PARAMS_BYTES, MIN_EXPIRES_IN
+from usergroups.api.embed_views import (
+    EmbedTokenIntrospectView,
+    EmbedTokenRevokeView,
+    EmbedTokenView,
+    JWKSView,
+)
+from usergroups.api.openapi import ERROR, TEXT, Schema, UserGroupAutoSchema, _errors, _success
+from usergroups.embed.origins import MAX_ORIGIN_LENGTH
+from usergroups.embed.tokens import MAX_TOKEN_BYTES
 
 EMBED_GROUP: Schema = {
     "type": "object",
@@ -175,7 +180,7 @@ JWKSViewSchema = _documented(JWKSView, JWKS_OPERATION)
 class EmbedTokenAuthenticationScheme(OpenApiAuthenticationExtension):
     """For a host's own views that take embed tokens, in its own schema."""
 
-    target_class = "usergroups.embed.authentication.EmbedTokenAuthentication"
+    target_class = "usergroups.auth.embed.EmbedTokenAuthentication"
     name = "EmbedAuth"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> Any:

@@ -18,16 +18,12 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from . import fastpath, scopes
-from .authentication import APIKeyAuthentication
-from .chunked import ChunkedBodyRequest
-from .conf import usergroups_settings
-from .exceptions import Conflict, exception_handler
-from .models import APIKey
-from .parsers import JSONObjectParser, loads_strict
-from .permissions import HasAPIKey, HasScope, require_scope
-from .querystring import query_params
-from .serializers import (
+from usergroups import fastpath, scopes
+from usergroups.api.chunked import ChunkedBodyRequest
+from usergroups.api.exceptions import Conflict, exception_handler
+from usergroups.api.parsers import JSONObjectParser, loads_strict
+from usergroups.api.querystring import query_params
+from usergroups.api.serializers import (
     DeletedGroupSerializer,
     DeleteRequestSerializer,
     GetOrCreateRequestSerializer,
@@ -40,8 +36,12 @@ from .serializers import (
     rotated_representation,
     valid_get_or_create,
 )
-from .services import groups
-from .throttling import APIKeyRateThrottle
+from usergroups.api.throttling import APIKeyRateThrottle
+from usergroups.auth.api_key import APIKeyAuthentication
+from usergroups.auth.permissions import HasAPIKey, HasScope, require_scope
+from usergroups.conf import usergroups_settings
+from usergroups.models import APIKey
+from usergroups.services import groups
 
 QUERY_FIELDS = ("user_group_id", "name", "parent_user_group_id")
 QUERY_JSON_FIELDS = ("mapping", "properties")

@@ -15,8 +15,8 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from rest_framework.request import Request
 
-from .conf import usergroups_settings
-from .exceptions import LengthRequired, RequestTooLarge
+from usergroups.api.exceptions import LengthRequired, RequestTooLarge
+from usergroups.conf import usergroups_settings
 
 
 def is_chunked(request: HttpRequest) -> bool:

@@ -16,8 +16,8 @@ from drf_spectacular.utils import (
 )
 from rest_framework.views import APIView
 
-from .validators import MAX_ID_LENGTH
-from .views import UserGroupListView, UserGroupView
+from usergroups.api.views import UserGroupListView, UserGroupView
+from usergroups.validators import MAX_ID_LENGTH
 
 Schema = dict[str, Any]
 
@@ -393,7 +393,7 @@ class UserGroupAutoSchema(AutoSchema):
 
 
 class UserGroupViewSchema(OpenApiViewExtension):
-    target_class = "usergroups.views.UserGroupView"
+    target_class = "usergroups.api.views.UserGroupView"
 
     def view_replacement(self) -> type[APIView]:
         class DocumentedUserGroupView(UserGroupView):
@@ -408,7 +408,7 @@ class UserGroupListAutoSchema(UserGroupAutoSchema):
 
 
 class UserGroupListViewSchema(OpenApiViewExtension):
-    target_class = "usergroups.views.UserGroupListView"
+    target_class = "usergroups.api.views.UserGroupListView"
 
     def view_replacement(self) -> type[APIView]:
         class DocumentedUserGroupListView(UserGroupListView):
@@ -418,7 +418,7 @@ class UserGroupListViewSchema(OpenApiViewExtension):
 
 
 class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "usergroups.authentication.APIKeyAuthentication"
+    target_class = "usergroups.auth.api_key.APIKeyAuthentication"
     name = "TokenAuth"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> Schema:

@@ -8,9 +8,9 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from .conf import usergroups_settings
-from .exceptions import RequestTooLarge
-from .validators import json_depth
+from usergroups.api.exceptions import RequestTooLarge
+from usergroups.conf import usergroups_settings
+from usergroups.validators import json_depth
 
 
 def _reject_constant(name: str) -> None:

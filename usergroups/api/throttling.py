@@ -22,8 +22,8 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from .conf import usergroups_settings
-from .models import APIKey
+from usergroups.conf import usergroups_settings
+from usergroups.models import APIKey
 
 logger = logging.getLogger(__name__)
 

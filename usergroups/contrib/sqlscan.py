@@ -1,6 +1,6 @@
 """Where placeholders sit in SQL text, as each supported database's lexer reads it.
 
-:func:`usergroups.variables.render_sql` passes values as DB-API parameters. Drivers that
+:func:`usergroups.contrib.variables.render_sql` passes values as DB-API parameters. Drivers that
 bind on the client (psycopg's default cursors, mysqlclient) write each value into the SQL
 text as a quoted literal, so a placeholder that was itself inside quotes lets the value's
 own quotes end the string: ``'{{ v }}'`` with ``' OR 1=1 --`` read every workspace's rows.

@@ -10,12 +10,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import scopes
-from ..models import APIKey
-from ..services import embed
-from ..views import FastPathView, WorkspaceAPIView, request_key, workspace_id
-from . import keys, tokens
-from .serializers import (
+from usergroups import scopes
+from usergroups.api.embed_serializers import (
     EmbedTokenRequestSerializer,
     MintRequestSerializer,
     RevokeRequestSerializer,
@@ -23,6 +19,10 @@ from .serializers import (
     embed_group_representation,
     valid_mint,
 )
+from usergroups.api.views import FastPathView, WorkspaceAPIView, request_key, workspace_id
+from usergroups.embed import keys, tokens
+from usergroups.models import APIKey
+from usergroups.services import embed
 
 #: How long a cache may keep the JWK Set. A new key (a secret rotation) shows within
 #: this time; tokens it signs are unknown to a verifier that cached the old set until then.

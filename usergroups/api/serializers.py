@@ -10,9 +10,9 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from .exceptions import TokenUnavailable
-from .records import GroupRecord
-from .validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
+from usergroups.api.exceptions import TokenUnavailable
+from usergroups.records import GroupRecord
+from usergroups.validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
 class StrictCharField(serializers.CharField):

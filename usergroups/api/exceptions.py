@@ -1,0 +1,112 @@
+"""Every failure of the API as ``{"success": 0, "error": {"code", "message", "fields"}}``."""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, InternalError, OperationalError
+from django.http import Http404
+from django.utils.translation import gettext_lazy as _
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+
+class RequestTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = _("The request body is too large.")
+    default_code = "request_too_large"
+
+
+class LengthRequired(exceptions.APIException):
+    """A chunked body this server hands over unsized, so it cannot be read (usergroups.api.chunked)."""
+
+    status_code = status.HTTP_411_LENGTH_REQUIRED
+    default_detail = _("This server cannot read a chunked body; send Content-Length.")
+    default_code = "length_required"
+
+
+class TokenUnavailable(exceptions.APIException):
+    """The group's token was sealed with a secret this server no longer has."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = _("The token of this user group cannot be shown; rotate it.")
+    default_code = "token_unavailable"
+
+
+class Conflict(exceptions.APIException):
+    """The request conflicts with what is stored: a delete of a group that has children."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the stored state."
+    default_code = "conflict"
+
+
+class ServiceUnavailable(exceptions.APIException):
+    """The database failed mid-request: connection lost, lock timeout, deadlock."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = _("The database is unavailable; try again.")
+    default_code = "service_unavailable"
+    wait = 1  # seconds, sent as Retry-After
+
+
+logger = logging.getLogger(__name__)
+
+
+def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
+    if isinstance(exc, exceptions.APIException):
+        return exc
+    if isinstance(exc, OperationalError | InterfaceError | InternalError):
+        # Failures of the database, not of the request: worth a retry. InternalError is
+        # here for a connection whose server side was cut under a pooler (psycopg:
+        # "received 2 results from command 'BEGIN'" behind PgBouncer). IntegrityError
+        # and DataError are not: races are settled in services, so those are bugs.
+        # The class and first line name the failure; the message holds no secret.
+        logger.warning(
+            "Database failure answered 503: %s: %s",
+            type(exc).__name__,
+            str(exc).strip().split("\n", 1)[0],
+        )
+        return ServiceUnavailable()
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    if isinstance(exc, DjangoPermissionDenied):
+        return exceptions.PermissionDenied()
+    if isinstance(exc, RequestDataTooBig):
+        return RequestTooLarge()
+    if isinstance(exc, SuspiciousOperation):  # e.g. too many query string fields
+        return exceptions.ParseError(_("The request could not be read."))
+    return None
+
+
+def _messages(detail: Any) -> list[str]:
+    if isinstance(detail, dict):
+        return [message for value in detail.values() for message in _messages(value)]
+    if isinstance(detail, list):
+        return [message for item in detail for message in _messages(item)]
+    return [str(detail)]
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Shape a failure as the contract's error body; None lets Django answer a real bug."""
+    api_exc = _as_api_exception(exc)
+    if api_exc is None:
+        return None
+    error: dict[str, Any] = {"code": api_exc.default_code}
+    if isinstance(api_exc, exceptions.ValidationError):
+        detail = api_exc.detail
+        if not isinstance(detail, dict):
+            detail = {"non_field_errors": detail}
+        error["message"] = str(_("Invalid input."))
+        error["fields"] = {name: _messages(value) for name, value in detail.items()}
+    else:
+        error["message"] = " ".join(_messages(api_exc.detail))
+    headers = {}
+    auth_header = getattr(api_exc, "auth_header", None)  # set by DRF on 401s
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(api_exc, "wait", None)  # set by DRF on 429s
+    if wait:
+        headers["Retry-After"] = str(int(wait) or 1)
+    return Response({"success": 0, "error": error}, status=api_exc.status_code, headers=headers)

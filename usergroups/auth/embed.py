@@ -1,0 +1,113 @@
+"""``Authorization: Embed <token>`` for a host's dashboard endpoints.
+
+A host's view lists :class:`EmbedTokenAuthentication` (and
+:class:`usergroups.auth.permissions.HasEmbedToken`); ``request.auth`` is then an
+:class:`~usergroups.embed.grant.EmbedGrant`, whose ``variables`` filter the data. A view
+may declare the resource it serves, ``embed_resource = "sales"``: a token minted for
+another one is refused there.
+
+Everything is checked here, at authentication, so a view cannot forget a check: the
+token (no query when it is bad), the group and its generation (one query, which also
+stands in for the connection's health check), the ``Origin`` header against the token's
+origin, and the view's resource.
+"""
+
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.db import router
+from django.utils.translation import gettext_lazy as _
+from django.views.decorators.debug import sensitive_variables
+from rest_framework import status
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+from rest_framework.request import Request
+
+from usergroups.auth.api_key import AuthorizationHeaderAuthentication
+from usergroups.embed import tokens
+from usergroups.embed.grant import EmbedGrant
+from usergroups.embed.origins import same_origin
+from usergroups.health import read_checking_connection
+from usergroups.models import UserGroup
+from usergroups.services import embed
+
+KEYWORD = "Embed"
+
+
+class EmbedAuthenticationFailed(AuthenticationFailed):
+    """401 ``authentication_failed``, challenging with ``WWW-Authenticate: Embed``.
+
+    DRF sets ``auth_header`` from the view's first authentication class; a refused
+    embed token names its own scheme whichever class comes first, so the page knows
+    to fetch a new embed token rather than ask for a group token.
+    """
+
+    @property
+    def auth_header(self) -> str:
+        return KEYWORD
+
+    @auth_header.setter
+    def auth_header(self, value: str) -> None:
+        pass
+
+
+class EmbedTokenExpired(EmbedAuthenticationFailed):
+    """401 ``token_expired``: the page should fetch a new token and try again."""
+
+    default_detail = _("The embed token has expired.")
+    default_code = "token_expired"
+
+
+class OriginNotAllowed(PermissionDenied):
+    status_code = status.HTTP_403_FORBIDDEN
+    default_detail = _("The embed token is locked to another origin.")
+    default_code = "origin_not_allowed"
+
+
+class ResourceNotAllowed(PermissionDenied):
+    default_detail = _("The embed token was minted for another resource.")
+    default_code = "permission_denied"
+
+
+def view_resource(request: Request) -> str | None:
+    """The ``embed_resource`` the request's view declares, if any."""
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    resource = getattr(view, "embed_resource", None)
+    return resource if isinstance(resource, str) else None
+
+
+class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
+    """DRF authentication for ``Authorization: Embed <embed token>``; another scheme is
+    left to the next class (e.g. ``GroupTokenAuthentication``)."""
+
+    keyword = KEYWORD
+
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        result = super().authenticate(request)
+        if result is None:
+            return None
+        grant: EmbedGrant = result[1]
+        if grant.origin is not None and not same_origin(
+            grant.origin, request.META.get("HTTP_ORIGIN")
+        ):
+            raise OriginNotAllowed()
+        if not grant.allows_resource(view_resource(request)):
+            raise ResourceNotAllowed()
+        return result
+
+    @sensitive_variables("credential")
+    def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, EmbedGrant]:
+        try:
+            claims = tokens.verify(credential)
+        except tokens.ExpiredEmbedToken:
+            raise EmbedTokenExpired() from None
+        except tokens.InvalidEmbedToken:
+            raise EmbedAuthenticationFailed(_("Invalid embed token.")) from None
+        # The group's read stands in for the connection's health check (usergroups.health).
+        grant = read_checking_connection(
+            lambda: embed.current_grant(claims), router.db_for_read(UserGroup)
+        )
+        if grant is None:
+            raise EmbedAuthenticationFailed(
+                _("This embed token has been revoked, or its user group deleted.")
+            )
+        return AnonymousUser(), grant

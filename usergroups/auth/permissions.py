@@ -1,0 +1,89 @@
+"""DRF permissions: which authentication a view's requests must have passed, and which
+scope (:mod:`usergroups.scopes`) their API key must hold.
+
+Scopes are checked in one place, :func:`require_scope`: by :class:`HasScope` for the
+operations whose scope is known from the method alone, before anything is read, and by
+the get-or-create service for GET of ``/api/user``, whose scope depends on whether the
+group exists (``read`` if it does, ``write`` if it would be created).
+"""
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from usergroups.embed.grant import EmbedGrant
+from usergroups.models import APIKey
+from usergroups.records import GroupRecord
+
+
+class HasAPIKey(BasePermission):
+    """Lets a request in only when ``APIKeyAuthentication`` accepted its key."""
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return isinstance(request.auth, APIKey)
+
+
+class HasGroupToken(BasePermission):
+    """Lets a request in only when ``GroupTokenAuthentication`` accepted its token
+    (``request.auth`` is then the token's :class:`~usergroups.records.GroupRecord`)."""
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return isinstance(request.auth, GroupRecord)
+
+
+class HasEmbedToken(BasePermission):
+    """Lets a request in only when ``EmbedTokenAuthentication`` accepted its embed token
+    (``request.auth`` is then an :class:`~usergroups.embed.grant.EmbedGrant`), and the
+    token may be used for the view's ``embed_resource``, when it declares one (the
+    authentication checked that already; this holds even if it ran another way)."""
+
+    message = _("This needs an embed token for this resource.")
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        grant = request.auth
+        if not isinstance(grant, EmbedGrant):
+            return False
+        resource = getattr(view, "embed_resource", None)
+        return grant.allows_resource(resource if isinstance(resource, str) else None)
+
+
+def scope_message(scope: str) -> str:
+    """The 403's message: it names the scope the key lacks."""
+    return _("This API key lacks the '%(scope)s' scope, which this operation needs.") % {
+        "scope": scope
+    }
+
+
+class ScopeRequired(PermissionDenied):
+    """403 ``permission_denied``: the request's API key lacks ``scope``."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(scope_message(scope), code="permission_denied")
+        self.scope = scope
+
+
+def require_scope(api_key: APIKey, scope: str) -> None:
+    """Raise :class:`ScopeRequired` unless ``api_key`` holds ``scope``.
+
+    The scopes are columns of the key's row, loaded with it: this costs no query.
+    """
+    if not api_key.has_scope(scope):
+        raise ScopeRequired(scope)
+
+
+class HasScope(BasePermission):
+    """The key holds the scope the view names for the request's method.
+
+    A view lists ``required_scopes = {"POST": "rotate", ...}``; a method it leaves out
+    has its scope checked later by the view (with :func:`require_scope`). Put after
+    :class:`HasAPIKey`, so a request without a key is a 401, never a 403.
+    """
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        scope = getattr(view, "required_scopes", {}).get(request.method or "")
+        if scope is None or not isinstance(request.auth, APIKey):
+            return True
+        require_scope(request.auth, scope)
+        return True

@@ -1,0 +1,1 @@
+"""Optional helpers for host code, not used by the app itself."""
