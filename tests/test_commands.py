@@ -201,6 +201,7 @@ def test_revoking_twice_is_harmless():
         "",
         crypto.new_api_key(),
     ],
+    ids=["unknown prefix", "not a key", "empty", "well-formed key"],
 )
 def test_revoke_api_key_of_an_unknown_key_fails(given):
     APIKeyFactory()
@@ -384,7 +385,11 @@ def test_rotate_api_key_refuses_a_dead_key(state):
     assert APIKey.objects.count() == 1
 
 
-@pytest.mark.parametrize("given", ["ugk_nothere", "", crypto.new_api_key()])
+@pytest.mark.parametrize(
+    "given",
+    ["ugk_nothere", "", crypto.new_api_key()],
+    ids=["unknown prefix", "empty", "well-formed key"],
+)
 def test_rotate_api_key_of_an_unknown_key_fails(given):
     APIKeyFactory()
     with pytest.raises(CommandError):
