@@ -45,7 +45,7 @@ def test_change_page_has_the_parent_autocomplete_and_the_computed_values(admin_c
     assert 'class="admin-autocomplete' in page and 'data-field-name="parent"' in page
     assert "Computed properties" in page and "Computed mapping" in page
     computed = response.context["adminform"].form.instance
-    record = response.context["adminform"].model_admin._record(computed)
+    record = response.context["adminform"].model_admin.group_record(computed)
     assert record.computed_properties == {"a": 1, "b": 2}
     assert record.computed_mapping == {"sales": "root-db"}
     assert "&quot;sales&quot;: &quot;root-db&quot;" in page

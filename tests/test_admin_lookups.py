@@ -9,6 +9,7 @@ lookups of the filters a changelist offers are accepted; anything else is a 400.
 from datetime import timedelta
 
 import pytest
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
 from django.test import RequestFactory
@@ -70,8 +71,9 @@ CHANGELISTS = sorted(SECRET_LOOKUPS)
 def app_admins():
     return {
         model._meta.model_name: model_admin
-        for model, model_admin in admin.site._registry.items()
-        if model._meta.app_label == "usergroups"
+        for model in apps.get_app_config("usergroups").get_models()
+        if admin.site.is_registered(model)
+        for model_admin in [admin.site.get_model_admin(model)]
     }
 
 

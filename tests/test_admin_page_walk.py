@@ -13,6 +13,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import Permission
@@ -42,8 +43,9 @@ KEY_SHAPE = re.compile(r"ugk_[A-Za-z0-9_-]{43}")
 def app_admins():
     return [
         (model, model_admin)
-        for model, model_admin in admin.site._registry.items()
-        if model._meta.app_label == "usergroups"
+        for model in apps.get_app_config("usergroups").get_models()
+        if admin.site.is_registered(model)
+        for model_admin in [admin.site.get_model_admin(model)]
     ]
 
 

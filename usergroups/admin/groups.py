@@ -178,7 +178,7 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixi
     def children_count(self, obj: Any) -> int:
         return obj.children_count  # annotated by get_queryset
 
-    def _record(self, obj: UserGroup) -> GroupRecord | None:
+    def group_record(self, obj: UserGroup) -> GroupRecord | None:
         """The group as the API reads it, once per page."""
         cache = obj.__dict__
         if "_api_record" not in cache:
@@ -188,12 +188,12 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixi
 
     @admin.display(description=_("Computed properties"))
     def computed_properties(self, obj: UserGroup) -> str:
-        record = self._record(obj)
+        record = self.group_record(obj)
         return "—" if record is None else _json_html(record.computed_properties)
 
     @admin.display(description=_("Computed mapping"))
     def computed_mapping(self, obj: UserGroup) -> str:
-        record = self._record(obj)
+        record = self.group_record(obj)
         return "—" if record is None else _json_html(record.computed_mapping)
 
     @admin.display(description=_("Created"), ordering="created_at")
