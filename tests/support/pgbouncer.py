@@ -6,8 +6,8 @@ statement, a session ``SET``) may be gone, or someone else's, at the next one. T
 what Django must be told about (docs/deployment.md); this harness runs the real thing so
 the cluster tests find out whether it was.
 
-Started as the ``postgres`` system user (PgBouncer refuses to run as root), in the
-foreground, with its log on stderr into ``pgbouncer.log``.
+Started in the foreground, with its log on stderr into ``pgbouncer.log``; by root as the
+``postgres`` system user (PgBouncer refuses to run as root), by anyone else as themselves.
 """
 
 import os
@@ -42,7 +42,9 @@ RUN_AS = "postgres"
 
 class PgBouncer:
     """PgBouncer for ``database`` at ``pg_host:pg_port``, listening on ``listen`` (comma-
-    separated addresses) at ``port``."""
+    separated addresses) at ``port``. Run by root, ``workdir`` must be one the ``postgres``
+    user can reach (made by ``tempfile.mkdtemp``; pytest's ``tmp_path`` is under a private
+    folder)."""
 
     def __init__(
         self, workdir: Path, database: str, listen: str, port: int, pg: tuple[str, int]
@@ -62,11 +64,12 @@ class PgBouncer:
                 auth_file=self.workdir / "userlist.txt",
             )
         )
-        # Readable by the user PgBouncer runs as.
-        shutil.chown(self.workdir, RUN_AS)
-        for path in self.workdir.iterdir():
-            shutil.chown(path, RUN_AS)
-        os.chmod(workdir, 0o755)
+        self.as_root = os.geteuid() == 0
+        if self.as_root:  # readable by the user PgBouncer runs as
+            shutil.chown(self.workdir, RUN_AS)
+            for path in self.workdir.iterdir():
+                shutil.chown(path, RUN_AS)
+            os.chmod(workdir, 0o755)
         self.log_path = workdir / "pgbouncer.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
@@ -79,7 +82,7 @@ class PgBouncer:
     def start(self, timeout: float = 15) -> "PgBouncer":
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                ["pgbouncer", "-u", RUN_AS, str(self.config)],
+                ["pgbouncer", *(["-u", RUN_AS] if self.as_root else []), str(self.config)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

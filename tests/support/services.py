@@ -13,10 +13,15 @@ tests at their own (or at nothing, to see the skip):
   keys under a prefix of their own there (``unique_key_prefix()``) and never clear the
   database: it may be a developer's Redis, holding their data.
 - ``USERGROUPS_E2E_CHROMIUM``: the browser's path, default ``/usr/bin/chromium``.
+- ``postgresql``: the machine's PostgreSQL (tests/support/postgres.py), for the live tests
+  that run a server on a database of their own there whatever ``DATABASE_URL`` says.
+- ``pgbouncer``: Debian's ``pgbouncer`` on PATH (tests/support/pgbouncer.py starts one).
 """
 
 import functools
 import os
+import shutil
+import socket
 import uuid
 from typing import NoReturn
 
@@ -47,7 +52,28 @@ def _chromium_missing() -> str | None:
     return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set USERGROUPS_E2E_CHROMIUM)"
 
 
-_PROBES = {"redis": _redis_missing, "chromium": _chromium_missing}
+def _postgresql_missing() -> str | None:
+    from tests.support.postgres import ADDRESS
+
+    try:
+        socket.create_connection(ADDRESS, timeout=2).close()
+    except OSError as error:
+        return f"no PostgreSQL answers at {ADDRESS[0]}:{ADDRESS[1]} ({error})"
+    return None
+
+
+def _pgbouncer_missing() -> str | None:
+    if shutil.which("pgbouncer"):
+        return None
+    return "no pgbouncer on PATH (apt-get install pgbouncer)"
+
+
+_PROBES = {
+    "redis": _redis_missing,
+    "chromium": _chromium_missing,
+    "postgresql": _postgresql_missing,
+    "pgbouncer": _pgbouncer_missing,
+}
 
 
 @functools.cache
