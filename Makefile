@@ -44,8 +44,10 @@ demo-setup: $(VENV)/.installed-example
 demo: demo-setup
 	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
 
+# One pytest-xdist worker per core; TEST_WORKERS=0 runs in one process (e.g. for pdb).
+TEST_WORKERS ?= auto
 test: $(VENV)/.installed-$(TEST_EXTRAS)
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .
