@@ -13,7 +13,7 @@ from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
 from bench.scenarios import LABELS, Results, Run, runs_for
-from bench.workload import GET_BODY, MINT_BODY
+from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import exchange
 
@@ -27,6 +27,13 @@ SCHEMES = {
     "embed_token": "Embed",
     "simplejwt_token": "Bearer",
 }
+
+
+def shape(answer: Any) -> Any:
+    """The keys of a JSON answer, nested, without the values."""
+    if isinstance(answer, dict):
+        return {key: shape(value) for key, value in answer.items()}
+    return None
 
 
 class Server:
@@ -73,14 +80,21 @@ class Server:
             return f"{SCHEMES[secret]} {self.secrets[secret]}"
         return f"{SCHEMES[secret]} {token['embed_token']}"
 
-    def check_same_variables(self) -> None:
-        """Every verification view answers the same body, or the rows compare unlike work."""
+    def check_like_with_like(self) -> None:
+        """Every verification view answers the same body, and the authtoken view a body
+        of the shape of the app's get, or the rows would compare unlike work."""
         answers = {
             run.impl: self.call("GET", run.path, run.secret, None)
             for run in runs_for(frozenset({"verify"}))
         }
         if len({json.dumps(a, sort_keys=True) for a in answers.values()}) != 1:
             raise RuntimeError(f"the verification views answer differently: {answers}")
+        get = self.call("GET", "/api/user", "api_key", GET_BODY)
+        if shape(get) != shape(CONSTANT_RESPONSE):
+            raise RuntimeError(
+                f"the app's get answers {shape(get)}, bench/workload.py has "
+                f"{shape(CONSTANT_RESPONSE)}"
+            )
 
     def wrk(self, run: Run, args: argparse.Namespace, duration: float) -> dict[str, Any]:
         """One wrk run of ``run``; its figures (latencies in µs, req/s, errors)."""
@@ -126,7 +140,7 @@ def measure_backend(
     reversed every other round)."""
     runs = runs_for(args.only)
     with Server(backend, secrets, args) as server:
-        server.check_same_variables()
+        server.check_like_with_like()
         log(f"{backend}: server up; warming up")
         for run in runs:
             if errors := server.wrk(run, args, duration=1)["errors"]:

@@ -36,14 +36,11 @@ def ratio_cell(results: Results, backend: str, ratio: Ratio) -> tuple[str, bool]
     )
 
 
-def target_text(ratio: Ratio) -> str:
+def target_text(ratio: Ratio, backends: list[str]) -> str:
     if isinstance(ratio.floor, float):
         return f">= {ratio.floor}"
-    return (
-        "no worse than 0.2 ("
-        + ", ".join(f"{NAMES[b]} {v:.2f}" for b, v in ratio.floor.items())
-        + ")"
-    )
+    floors = ", ".join(f"{NAMES[b]} {ratio.floor_for(b):.2f}" for b in backends)
+    return f"no worse than 0.2 ({floors})"
 
 
 def ratio_table(results: Results, backends: list[str]) -> str:

@@ -22,7 +22,8 @@ MINT_BODY = {"user_group_id": TARGET_ID}
 # without params has its own properties), and what every verification view answers.
 VARIABLES = TARGET_PROPERTIES
 
-# What the authtoken baseline answers: the shape and size of a get of the target.
+# What the authtoken baseline answers: the shape and size of the app's get of the target
+# (bench/driving.py checks the shape against the app's answer before the rounds).
 CONSTANT_RESPONSE = {
     "success": 1,
     "new_user_group": False,
@@ -33,5 +34,8 @@ CONSTANT_RESPONSE = {
         "provided_id": TARGET_ID,
         "properties": TARGET_PROPERTIES,
         "mapping": TARGET_MAPPING,
+        "parent_user_group_id": None,
+        "computed_properties": TARGET_PROPERTIES,
+        "computed_mapping": TARGET_MAPPING,
     },
 }
