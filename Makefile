@@ -67,10 +67,11 @@ docs: $(VENV)/.installed-docs
 clean:
 	rm -rf $(VENV) .tox build dist site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
 
-# make bench: usergroups against two DRF baselines under gunicorn + wrk, on SQLite and
-# PostgreSQL (database `bench` at 127.0.0.1, created if missing); see bench/run.py.
-# Writes bench/RESULTS.md and bench/results.png. BENCH_ARGS passes options, e.g.
-# BENCH_ARGS="--rounds 5" or BENCH_ARGS="--backends sqlite --profile".
+# make bench: the app against DRF's authtoken, django-rest-knox and simplejwt, served by
+# one site (bench/site) under gunicorn and loaded by wrk, on SQLite and PostgreSQL
+# (database `bench` at 127.0.0.1, created if missing; BENCH_PG_URL overrides); see
+# bench/__init__.py. Writes bench/RESULTS.md. BENCH_ARGS passes options, e.g.
+# BENCH_ARGS="--smoke" or BENCH_ARGS="--backends sqlite --only verify --profile verify".
 BENCH_ARGS ?=
 
 .PHONY: bench

@@ -1,13 +1,34 @@
-"""``make bench``: django-usergroups against two DRF baselines (see bench/run.py).
+"""``make bench``: django-usergroups against what a Django developer would pick instead.
 
-The paths and the progress log that the benchmark's modules share.
+One site (bench/site: one settings module, Django's ``startproject`` apps and
+middleware, persistent connections with ``CONN_HEALTH_CHECKS``) serves the app and every
+baseline from the same gunicorn processes (2 sync workers), so that only the view and
+its authentication differ between the rows. wrk (8 connections, Lua scripts in
+bench/lua) loads it on loopback, on SQLite and on PostgreSQL, each seeded with 1,000
+groups through the app's own API. Each round runs every scenario of every
+implementation in turn (the order reversed every other round); the report has the
+medians of the rounds, and each ratio, taken within the same rounds, beside its target
+with the p50 and p99 of both sides:
+
+* get of an existing group / DRF's authtoken ``TokenAuthentication`` on a constant view;
+* embed-token verification on a host view / django-rest-knox ``TokenAuthentication``
+  (revocable, in the database) and / simplejwt's ``JWTStatelessUserAuthentication``
+  (stateless, no revocation), all answering the same variables;
+* embed-token minting / a hand-written DRF view signing a simplejwt ``AccessToken``
+  with the same claims, EdDSA as the app;
+* create, and a rotation chain on one connection, / the authtoken view, against 0.2's
+  own ratios (bench/scenarios.py ``V02``).
+
+Modules, one job each: run.py (the command), datasets.py and seed.py (the databases),
+driving.py (the server, wrk, the rounds), scenarios.py (what is measured), profiling.py
+(``--profile``: py-spy on a worker), reporting.py (the tables, bench/RESULTS.md).
 """
 
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-OUT = BENCH / "out"  # data sets, server logs, raw results, profiles: never committed
+OUT = BENCH / "out"  # databases, server logs, profiles: never committed
 
 
 def log(message: str) -> None:

@@ -1,297 +1,169 @@
-"""Driving the benchmark: a gunicorn server per data set, wrk runs against it, the rounds
-of all scenarios, and the memory mode.
-
-Servers run ``bench.site`` (``example_project`` plus the two baselines) through the
-tests' gunicorn harness (:mod:`tests.support.gunicorn`), with the environment of
-bench/datasets.py; wrk loads them with the Lua scripts in bench/lua, which print one
-``BENCH_JSON`` line of figures.
-"""
+"""Driving the benchmark: the site under gunicorn on one backend, wrk runs against it
+with the Lua scripts in bench/lua (each prints one ``BENCH_JSON`` line of figures), and
+the interleaved rounds."""
 
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
-from bench.scenarios import IMPL_LABELS, PATHS, VARIANTS, Results, Scenario, scenarios_for
-from bench.workload import TARGET_ID
+from bench.scenarios import LABELS, Results, Run, runs_for
+from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY
 from tests.support.gunicorn import Gunicorn
-from tests.support.http import call_api
+from tests.support.http import exchange
 
 LUA = BENCH / "lua"
+# The header each kind of credential goes in; the embed and simplejwt tokens are minted
+# anew for each run (they expire), the others come from the seed.
+SCHEMES = {
+    "api_key": "Token",
+    "authtoken": "Token",
+    "knox": "Token",
+    "embed_token": "Embed",
+    "simplejwt_token": "Bearer",
+}
+
+
+def shape(answer: Any) -> Any:
+    """The keys of a JSON answer, nested, without the values."""
+    if isinstance(answer, dict):
+        return {key: shape(value) for key, value in answer.items()}
+    return None
 
 
 class Server:
-    """``bench.site`` on one data set, and the credentials its seeding made."""
+    """``bench.site`` under gunicorn on one backend's seeded database."""
 
-    def __init__(self, backend: str, dataset: str, info: dict[str, Any], variant: str = "") -> None:
-        self.backend, self.dataset, self.info, self.variant = backend, dataset, info, variant
-        self.log_path = OUT / f"gunicorn-{backend}-{dataset}{variant and '-' + variant}.log"
-        self.gunicorn: Gunicorn | None = None
-
-    def start(self, workers: int, *extra: str) -> None:
-        self.log_path.unlink(missing_ok=True)  # this server's output only
+    def __init__(self, backend: str, secrets: dict[str, str], args: argparse.Namespace) -> None:
+        self.backend, self.secrets = backend, secrets
+        self.env = server_env(backend, args.pg_prepare_threshold)
+        self.log_path = OUT / f"gunicorn-{backend}.log"
         self.gunicorn = Gunicorn(
-            {**server_env(self.backend, self.dataset), **VARIANTS[self.variant]},
+            self.env,
             self.log_path,
-            workers,
+            args.workers,
             "--log-level",
             "warning",
-            *extra,
             app="bench.site.wsgi:application",
-        ).start()
+        )
 
-    def _running(self) -> Gunicorn:
-        if self.gunicorn is None:
-            raise RuntimeError(f"the {self.backend}/{self.dataset} server was not started")
-        return self.gunicorn
+    def __enter__(self) -> "Server":
+        self.log_path.unlink(missing_ok=True)
+        self.gunicorn.start()
+        return self
 
-    @property
-    def base_url(self) -> str:
-        return self._running().base_url
+    def __exit__(self, *exc_info: object) -> None:
+        self.gunicorn.stop()
 
-    def worker_pids(self) -> list[int]:
-        return self._running().worker_pids()
-
-    def stop(self) -> None:
-        if self.gunicorn is not None:
-            self.gunicorn.stop()
-
-    def key(self, impl: str) -> str:
-        """The secret ``impl`` authenticates with: an API key, or baseline (2)'s DRF token
-        (baseline (1) takes it too)."""
-        return str(self.info["api_key"] if impl == "usergroups" else self.info["drf_token"])
-
-    def embed_token(self) -> str:
-        """A new embed token for the target group (valid for the default 15 minutes)."""
-        body = {"user_group_id": TARGET_ID}
-        status, answer = call_api(
-            self.base_url, self.key("usergroups"), "POST", body, path="/api/user/embed-token"
+    def call(
+        self, method: str, path: str, secret: str, body: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """One request's JSON answer; raises unless it is a 200."""
+        status, answer, _ = exchange(
+            self.gunicorn.base_url, method, body, self.authorization(secret), path=path
         )
         if status != 200:
-            raise RuntimeError(f"minting answered {status}: {answer}")
-        return str(answer["embed_token"])
-
-    def get_or_create(self, impl: str, body: dict[str, Any]) -> dict[str, Any]:
-        """``impl``'s answer to a get-or-create of ``body``; raises unless it is a 200."""
-        status, answer = call_api(self.base_url, self.key(impl), "GET", body, path=PATHS[impl])
-        if status != 200:
-            raise RuntimeError(f"{impl} answered {status}: {answer}")
+            raise RuntimeError(f"{method} {path} answered {status}: {answer}")
         return dict(answer)
 
+    def authorization(self, secret: str) -> str:
+        if secret == "embed_token":
+            token = self.call("POST", "/api/user/embed-token", "api_key", MINT_BODY)
+        elif secret == "simplejwt_token":
+            token = self.call("POST", "/bench/simplejwt/mint", "authtoken", MINT_BODY)
+        else:
+            return f"{SCHEMES[secret]} {self.secrets[secret]}"
+        return f"{SCHEMES[secret]} {token['embed_token']}"
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
+    def check_like_with_like(self) -> None:
+        """Every verification view answers the same body, and the authtoken view a body
+        of the shape of the app's get, or the rows would compare unlike work."""
+        answers = {
+            run.impl: self.call("GET", run.path, run.secret, None)
+            for run in runs_for(frozenset({"verify"}))
+        }
+        if len({json.dumps(a, sort_keys=True) for a in answers.values()}) != 1:
+            raise RuntimeError(f"the verification views answer differently: {answers}")
+        get = self.call("GET", "/api/user", "api_key", GET_BODY)
+        if shape(get) != shape(CONSTANT_RESPONSE):
+            raise RuntimeError(
+                f"the app's get answers {shape(get)}, bench/workload.py has "
+                f"{shape(CONSTANT_RESPONSE)}"
+            )
 
-
-def get_body() -> str:
-    from bench.workload import GET_BODY
-
-    return json.dumps(GET_BODY)
-
-
-def deep_body() -> str:
-    from bench.workload import DEEP_BODY
-
-    return json.dumps(DEEP_BODY)
-
-
-def wrk(
-    server: Server,
-    impl: str,
-    script: str,
-    connections: int,
-    threads: int,
-    duration: float,
-    path: str = "",
-    **env_extra: str,
-) -> dict[str, Any]:
-    env = {**os.environ, "BENCH_AUTH": f"Token {server.key(impl)}", **env_extra}
-    cmd = [
-        "wrk",
-        f"-t{min(threads, connections)}",
-        f"-c{connections}",
-        f"-d{max(1, round(duration))}s",
-        "--timeout",
-        "10s",
-        "-s",
-        str(LUA / f"{script}.lua"),
-        server.base_url + (path or PATHS[impl]),
-    ]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60)
-    for line in done.stdout.splitlines():
-        if line.startswith("BENCH_JSON "):
-            result: dict[str, Any] = json.loads(line[len("BENCH_JSON ") :])
-            result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
-            result["errors"] = (
-                sum(
+    def wrk(self, run: Run, args: argparse.Namespace, duration: float) -> dict[str, Any]:
+        """One wrk run of ``run``; its figures (latencies in µs, req/s, errors)."""
+        env = {**os.environ, "BENCH_AUTH": self.authorization(run.secret)}
+        if run.script == "get":
+            env["BENCH_BODY"] = json.dumps(GET_BODY)
+        elif run.script == "post":
+            env["BENCH_BODY"] = json.dumps(MINT_BODY)
+        elif run.script == "create":
+            env["BENCH_RUN_ID"] = f"new-{uuid.uuid4().hex[:12]}"
+        elif run.script == "rotate":  # a fresh group per run; the chain starts at its token
+            body = {"user_group_id": f"chain-{uuid.uuid4().hex}"}
+            env["BENCH_TOKEN"] = self.call("GET", run.path, run.secret, body)["user_group"]["token"]
+        connections = run.connections or args.connections
+        cmd = [
+            "wrk",
+            f"-t{min(args.threads, connections)}",
+            f"-c{connections}",
+            f"-d{max(1, round(duration))}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(LUA / f"{run.script}.lua"),
+            self.gunicorn.base_url + run.path,
+        ]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60)
+        for line in done.stdout.splitlines():
+            if line.startswith("BENCH_JSON "):
+                result: dict[str, Any] = json.loads(line.removeprefix("BENCH_JSON "))
+                result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
+                result["errors"] = result["timeouts"] + sum(
                     result[k]
                     for k in ("connect_errors", "read_errors", "write_errors", "status_errors")
                 )
-                + result["timeouts"]
-            )
-            return result
-    raise RuntimeError(f"wrk gave no result: {done.stdout}\n{done.stderr}")
-
-
-def run_scenario(
-    scenario: Scenario,
-    server: Server,
-    args: argparse.Namespace,
-    body: str,
-    duration: float | None = None,
-) -> dict[str, Any]:
-    connections = scenario.connections or args.connections
-    if duration is None:
-        duration = args.short_duration if scenario.short else args.duration
-    extra: dict[str, str] = {}
-    if scenario.script == "get":
-        extra["BENCH_BODY"] = deep_body() if scenario.deep else body
-    elif scenario.script == "create":
-        extra["BENCH_RUN_ID"] = f"new-{uuid.uuid4().hex[:12]}"
-    elif scenario.script == "rotate":
-        # A fresh group per run; the chain starts from its token.
-        start = server.get_or_create(scenario.impl, {"user_group_id": f"chain-{uuid.uuid4().hex}"})
-        extra["BENCH_TOKEN"] = start["user_group"]["token"]
-    elif scenario.key == "embed_mint":
-        extra["BENCH_BODY"] = json.dumps({"user_group_id": TARGET_ID})
-    elif scenario.key == "embed_verify":
-        extra["BENCH_AUTH"] = f"Embed {server.embed_token()}"
-    return wrk(
-        server,
-        scenario.impl,
-        scenario.script,
-        connections,
-        args.threads,
-        duration,
-        scenario.path,
-        **extra,
-    )
+                return result
+        raise RuntimeError(f"wrk gave no result: {done.stdout}\n{done.stderr}")
 
 
 def measure_backend(
-    backend: str,
-    infos: dict[str, dict[str, Any]],
-    args: argparse.Namespace,
-    results: Results,
-    body: str,
+    backend: str, secrets: dict[str, str], args: argparse.Namespace, results: Results
 ) -> None:
-    scenarios = scenarios_for(backend, args.only)
-    servers = {
-        (ds, variant): Server(backend, ds, infos[ds], variant)
-        for ds, variant in dict.fromkeys(s.server for s in scenarios)
-    }
-    try:
-        for server in servers.values():
-            server.start(args.workers)
-        log(f"{backend}: servers up; warming up")
-        for scenario in scenarios:
-            run_scenario(scenario, servers[scenario.server], args, body, duration=1)
-        if args.profile:
-            get = next(s for s in scenarios if s.key == "get" and s.impl == "usergroups")
-            profile(
-                backend,
-                servers[get.server].worker_pids()[0],
-                lambda: run_scenario(get, servers[get.server], args, body, duration=7),
-            )
+    """Warm-up, ``--profile``, then ``--rounds`` rounds of every run, in turns (the order
+    reversed every other round)."""
+    runs = runs_for(args.only)
+    with Server(backend, secrets, args) as server:
+        server.check_like_with_like()
+        log(f"{backend}: server up; warming up")
+        for run in runs:
+            if errors := server.wrk(run, args, duration=1)["errors"]:
+                raise RuntimeError(
+                    f"{backend} {run.key} {run.impl}: {errors} errors in the warm-up; "
+                    f"see {server.log_path}"
+                )
+        for key in args.profile:
+            run = next(r for r in runs_for(frozenset({key})) if r.impl == "usergroups")
+            pid = server.gunicorn.worker_pids()[0]
+            profile(f"{backend}-{key}", pid, lambda run=run: server.wrk(run, args, 8))
         for round_no in range(args.rounds):
-            order = scenarios if round_no % 2 == 0 else list(reversed(scenarios))
-            for scenario in order:
-                result = run_scenario(scenario, servers[scenario.server], args, body)
-                results.add(backend, scenario, result)
+            for run in runs if round_no % 2 == 0 else runs[::-1]:
+                result = server.wrk(run, args, args.duration)
+                results.add(backend, run, result)
                 if result["errors"]:
                     results.notes.append(
-                        f"{backend} {scenario.label} {scenario.impl} round {round_no + 1}: "
-                        f"{result['errors']} errors/non-2xx of {result['requests']}"
+                        f"{backend} {run.key} {run.impl} round {round_no + 1}: "
+                        f"{result['errors']} errors or non-2xx of {result['requests']}"
                     )
                 log(
-                    f"{backend} round {round_no + 1}/{args.rounds} {scenario.label:30s} "
-                    f"{IMPL_LABELS[scenario.impl]:17s} {result['rps']:8.0f} req/s  "
-                    f"p50 {result['p50_us'] / 1000:6.2f} ms  p99 {result['p99_us'] / 1000:6.2f} ms"
+                    f"{backend} round {round_no + 1}/{args.rounds} {LABELS[run.key]:34.34s} "
+                    f"{run.impl:10s} {result['rps']:7.0f} req/s  p50 "
+                    f"{result['p50_us'] / 1000:6.2f} ms  p99 {result['p99_us'] / 1000:6.2f} ms"
                     + (f"  ERRORS {result['errors']}" if result["errors"] else "")
                 )
-    finally:
-        for server in servers.values():
-            server.stop()
-
-
-def measure_rss(
-    backend: str, info: dict[str, Any], args: argparse.Namespace, results: Results, body: str
-) -> None:
-    """RSS of each worker after 1,000 and after --rss-requests requests of get."""
-    server = Server(backend, "1k", info)
-    counts = OUT / "counts"
-    shutil.rmtree(counts, ignore_errors=True)
-    counts.mkdir()
-    os.environ["BENCH_COUNT_DIR"] = str(counts)
-
-    def served(pid: int) -> int:
-        path = counts / f"requests-{pid}"
-        return int(path.read_text()) if path.exists() else 0
-
-    try:
-        server.start(args.workers, "--config", "python:bench.site.gunicorn_count")
-        threads = args.threads
-        total, rps = 0, 2000.0  # optimistic: the first runs are short
-
-        pids = server.worker_pids()
-
-        def send_until(per_worker: int) -> None:
-            # Until every worker has served ``per_worker`` requests, in runs of wrk sized
-            # from the last rate (a run overshoots by at most its own length).
-            nonlocal total, rps
-            while (least := min(served(pid) for pid in pids)) < per_worker:
-                remaining = (per_worker - least) * args.workers
-                chunk = wrk(
-                    server,
-                    "usergroups",
-                    "get",
-                    args.connections,
-                    threads,
-                    max(1, min(remaining / rps, 20)),
-                    BENCH_BODY=body,
-                )
-                total += chunk["requests"]
-                rps = max(chunk["rps"], 50.0)
-                if chunk["errors"]:
-                    results.notes.append(f"memory mode: {chunk['errors']} errors")
-                if server.worker_pids() != pids:
-                    raise RuntimeError(f"a gunicorn worker was replaced; see {server.log_path}")
-
-        send_until(1000)
-        first_total = total
-        after_1k = {pid: (rss_kib(pid), served(pid)) for pid in pids}
-        send_until(args.rss_requests)
-        after = {pid: (rss_kib(pid), served(pid)) for pid in pids}
-        results.rss = {
-            "backend": backend,
-            "requests_first": first_total,
-            "requests_total": total,
-            "workers": [
-                {
-                    "pid": pid,
-                    "rss_1k_kib": after_1k[pid][0],
-                    "served_1k": after_1k[pid][1],
-                    "rss_end_kib": after[pid][0],
-                    "served_end": after[pid][1],
-                }
-                for pid in after_1k
-            ],
-        }
-        for worker in results.rss["workers"]:
-            log(
-                f"memory {backend}: worker {worker['pid']}: {worker['rss_1k_kib'] / 1024:.1f} MiB "
-                f"after {worker['served_1k']:,} requests, {worker['rss_end_kib'] / 1024:.1f} MiB "
-                f"after {worker['served_end']:,}"
-            )
-    finally:
-        server.stop()

@@ -1,5 +1,6 @@
-"""``--profile``: py-spy on one gunicorn worker while the get path is loaded, and where
-its samples went."""
+"""``--profile``: py-spy on one gunicorn worker while the app's run of a scenario is
+loaded, and where the worker's samples went. Sampling from outside: nothing in the
+process is patched or wrapped, so what it shows is the code as it runs."""
 
 import shutil
 import subprocess
@@ -9,13 +10,30 @@ from pathlib import Path
 
 from bench import OUT, log
 
+# Each sample counts once, in the first part (in this order) that its stack passes
+# through: the database wherever it is called from, then signing and verifying, and so on
+# out to gunicorn. py-spy names a frame "function (package/module.py:line)".
+PARTS = [
+    (
+        "database: Django's backend and the driver",
+        ("(django/db/backends/", "(psycopg/", "(sqlite3/"),
+    ),
+    ("ORM: building queries, rows into objects", ("(django/db/models/",)),
+    ("JWS: PyJWT and cryptography", ("(jwt/", "(cryptography/")),
+    ("authentication classes, the rest", ("authenticat",)),
+    ("the app's code, the rest", ("(usergroups/",)),
+    ("DRF and the peers: parsing, serializers, rendering", ("(rest_framework", "(knox/")),
+    ("Django: handler, middleware, URL resolving", ("(django/",)),
+    ("gunicorn: HTTP parsing, sockets", ("",)),
+]
 
-def profile(backend: str, pid: int, load: Callable[[], object]) -> None:
-    """py-spy on worker ``pid`` while ``load()`` runs (about 7 s of wrk on the get path):
-    bench/out/profile-*.{txt,svg}."""
+
+def profile(name: str, pid: int, load: Callable[[], object]) -> None:
+    """py-spy on worker ``pid`` for 6 s while ``load()`` runs (8 s of wrk):
+    bench/out/profile-NAME.txt (collapsed stacks) and .svg (a flame graph)."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     for fmt, suffix in (("raw", "txt"), ("flamegraph", "svg")):
-        out = OUT / f"profile-{backend}.{suffix}"
+        out = OUT / f"profile-{name}.{suffix}"
         spy = subprocess.Popen(
             [py_spy, "record", "-p", str(pid), "-d", "6", "-r", "250", "-f", fmt, "-o", str(out)],
             stdout=subprocess.DEVNULL,
@@ -23,33 +41,20 @@ def profile(backend: str, pid: int, load: Callable[[], object]) -> None:
         )
         load()
         spy.wait(30)
-    log(f"{backend}: profile in {OUT / f'profile-{backend}.txt'} (and .svg)")
-    print(summarize_profile(OUT / f"profile-{backend}.txt"))
+    log(f"profile in {OUT / f'profile-{name}.txt'} (and .svg)")
+    print(summarize(OUT / f"profile-{name}.txt"), flush=True)
 
 
-def summarize_profile(path: Path) -> str:
-    """Where a worker's samples went, from py-spy's raw output: each sample counts once,
-    in the first part (in this order) that its stack passes through."""
-    parts = [
-        ("API key lookup (authentication)", ("find_api_key", "TokenAuthentication")),
-        ("group lookup (find_group / get_or_create)", ("find_group", "get_or_create (")),
-        ("request validation (serializer)", ("is_valid",)),
-        ("response body (serializer, token unsealing)", ("Serializer.data",)),
-        ("request body parsing (JSON)", ("Request._parse",)),
-        ("rest of DRF's dispatch and the view", ("APIView.dispatch",)),
-        ("Django: handler, middleware, signals", ("WSGIHandler.__call__",)),
-        ("gunicorn: HTTP parsing, socket reads and writes", ("",)),
-    ]
-    counts = dict.fromkeys([name for name, _ in parts], 0)
+def summarize(path: Path) -> str:
+    """The share of the samples in each of :data:`PARTS`, from py-spy's raw output."""
+    counts = dict.fromkeys([name for name, _ in PARTS], 0)
     total = 0
     for line in path.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
         total += int(count)
-        for name, needles in parts:
-            if any(needle in stack for needle in needles):
-                counts[name] += int(count)
-                break
+        name = next(name for name, needles in PARTS if any(n in stack for n in needles))
+        counts[name] += int(count)
     lines = [f"  {n * 100 / max(total, 1):5.1f}%  {name}" for name, n in counts.items()]
     return f"{path.name}: {total} samples\n" + "\n".join(lines)

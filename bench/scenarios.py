@@ -1,141 +1,127 @@
-"""What the benchmark measures: the implementations, the scenarios, and the results of
-their runs. Shared by the driver (bench/driving.py), the report (bench/reporting.py)
-and the chart (bench/charting.py)."""
+"""What the benchmark measures: the runs (a scenario of one implementation), the ratios
+between them with their targets, and the results. Shared by bench/driving.py and
+bench/reporting.py."""
 
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-IMPLS = ("usergroups", "baseline0", "noauth", "baseline1", "baseline2")
-IMPL_LABELS = {
-    "usergroups": "usergroups",
-    "baseline0": "(0) Django bare",
-    "noauth": "(1-) DRF, no auth",
-    "baseline1": "(1) DRF constant",
-    "baseline2": "(2) DRF obvious",
-}
-PATHS = {
-    "usergroups": "/api/user",
-    "baseline0": "/bench/bare",
-    "noauth": "/bench/noauth",
-    "baseline1": "/bench/constant",
-    "baseline2": "/bench/obvious",
-}
 
-
-@dataclass
-class Scenario:
-    key: str
+@dataclass(frozen=True)
+class Run:
+    key: str  # the scenario: get, verify, mint, create, rotate
+    impl: str  # usergroups, or the baseline's name
+    path: str
+    script: str  # bench/lua/<script>.lua
+    secret: str  # which credential it sends (bench/driving.py: Server.authorization)
     label: str
-    dataset: str
-    impl: str
-    script: str
     connections: int | None = None  # None: --connections
-    short: bool = False  # 1-connection runs use --short-duration
-    deep: bool = False  # get: the group at depth 5 (bench.workload.DEEP_BODY), not the root
-    variant: str = ""  # a server of the same data set with the settings of VARIANTS
-    path: str = ""  # another path than the implementation's (PATHS)
-    backends: tuple[str, ...] = ("sqlite", "postgres")
-
-    @property
-    def server(self) -> tuple[str, str]:
-        """Which server answers: (data set, variant)."""
-        return self.dataset, self.variant
 
 
-# Servers with other settings than example_project's defaults, and why they are measured.
-VARIANTS = {
-    "": {},
-    # Django's psycopg pool (DATABASES OPTIONS "pool", CONN_MAX_AGE 0) against the
-    # default persistent connections (CONN_MAX_AGE 60, CONN_HEALTH_CHECKS).
-    "pool": {"DATABASE_POOL": "true"},
+RUNS = [
+    Run("get", "usergroups", "/api/user", "get", "api_key", "usergroups"),
+    Run("get", "authtoken", "/bench/authtoken", "get", "authtoken", "DRF authtoken, constant"),
+    Run("verify", "usergroups", "/bench/embed", "plain_get", "embed_token", "usergroups"),
+    Run("verify", "knox", "/bench/knox", "plain_get", "knox", "knox TokenAuthentication"),
+    Run(
+        "verify",
+        "simplejwt",
+        "/bench/simplejwt",
+        "plain_get",
+        "simplejwt_token",
+        "simplejwt JWTStatelessUserAuthentication",
+    ),
+    Run("mint", "usergroups", "/api/user/embed-token", "post", "api_key", "usergroups"),
+    Run("mint", "simplejwt", "/bench/simplejwt/mint", "post", "authtoken", "simplejwt, by hand"),
+    Run("create", "usergroups", "/api/user", "create", "api_key", "usergroups"),
+    # A chain: each request rotates the token the last answer gave, so one connection.
+    Run("rotate", "usergroups", "/api/user", "rotate", "api_key", "usergroups", connections=1),
+]
+LABELS = {
+    "get": "get of an existing group",
+    "verify": "embed token verification",
+    "mint": "embed token minting",
+    "create": "create (a new group each request)",
+    "rotate": "rotation chain, 1 connection",
 }
 
 
-SCENARIOS = [
-    Scenario("get", "get, 1k groups", "1k", "baseline0", "get"),
-    Scenario("get", "get, 1k groups", "1k", "baseline1", "get"),
-    Scenario("get", "get, 1k groups", "1k", "usergroups", "get"),
-    Scenario("get", "get, 1k groups", "1k", "baseline2", "get"),
-    Scenario("get_deep", "get at depth 5, 1k groups", "1k", "usergroups", "get", deep=True),
-    Scenario(
-        "get_pool",
-        "get, 1k groups, psycopg pool",
-        "1k",
-        "usergroups",
-        "get",
-        variant="pool",
-        backends=("postgres",),
+@dataclass(frozen=True)
+class Ratio:
+    """Requests/s of ``top`` over ``bottom`` (each a (scenario, impl)), and its target:
+    one floor, or a floor per backend (0.2's own ratio, for "no worse than 0.2")."""
+
+    name: str
+    top: tuple[str, str]
+    bottom: tuple[str, str]
+    floor: float | dict[str, float]
+
+    def floor_for(self, backend: str) -> float:
+        return self.floor if isinstance(self.floor, float) else self.floor[backend]
+
+
+# 0.2 (main 877fb0a's run of 07:04 UTC, 2026-11-25, bench/RESULTS.md): req/s, p50 ms,
+# p99 ms, and the authtoken view's req/s in the same rounds.
+V02 = {
+    ("sqlite", "create"): (530, 13.70, 29.12, 948),
+    ("postgres", "create"): (381, 20.36, 32.63, 677),
+    ("sqlite", "rotate"): (346, 2.40, 12.37, 948),
+    ("postgres", "rotate"): (230, 4.08, 7.26, 677),
+}
+
+
+def v02_ratio(key: str) -> dict[str, float]:
+    return {b: round(V02[(b, key)][0] / V02[(b, key)][3], 2) for b in ("sqlite", "postgres")}
+
+
+RATIOS = [
+    Ratio(
+        "get of an existing group / DRF authtoken constant view",
+        ("get", "usergroups"),
+        ("get", "authtoken"),
+        1.2,
     ),
-    Scenario(
-        "get_pool",
-        "get, 1k groups, psycopg pool",
-        "1k",
-        "baseline1",
-        "get",
-        variant="pool",
-        backends=("postgres",),
+    Ratio(
+        "embed verification on a host view / knox",
+        ("verify", "usergroups"),
+        ("verify", "knox"),
+        1.5,
     ),
-    # Embed tokens: a host's DRF view behind EmbedTokenAuthentication answering the
-    # token's variables (bench/site/views.py), and minting, both for the target group.
-    Scenario(
-        "embed_verify",
-        "embed token verification",
-        "1k",
-        "usergroups",
-        "plain_get",
-        path="/bench/embed",
+    Ratio(
+        "embed verification / simplejwt stateless (no revocation)",
+        ("verify", "usergroups"),
+        ("verify", "simplejwt"),
+        0.8,
     ),
-    # The same body from a DRF view with no authentication: what no verification costs.
-    Scenario("embed_verify", "embed token verification", "1k", "noauth", "plain_get"),
-    Scenario(
-        "embed_mint",
-        "embed token minting",
-        "1k",
-        "usergroups",
-        "post",
-        path="/api/user/embed-token",
+    Ratio("mint / hand-written simplejwt mint", ("mint", "usergroups"), ("mint", "simplejwt"), 1.8),
+    Ratio(
+        "create / DRF authtoken constant view",
+        ("create", "usergroups"),
+        ("get", "authtoken"),
+        v02_ratio("create"),
     ),
-    Scenario("get_1m", "get, 1M groups", "1m", "usergroups", "get"),
-    Scenario("create", "create", "scratch", "usergroups", "create"),
-    Scenario("create", "create", "scratch", "baseline2", "create"),
-    Scenario("get_1c", "get, 1 connection", "1k", "usergroups", "get", 1, True),
-    Scenario("rotate", "rotation chain, 1 connection", "scratch", "usergroups", "rotate", 1, True),
-    Scenario("rotate", "rotation chain, 1 connection", "scratch", "baseline2", "rotate", 1, True),
+    Ratio(
+        "rotation (1 connection) / DRF authtoken constant view",
+        ("rotate", "usergroups"),
+        ("get", "authtoken"),
+        v02_ratio("rotate"),
+    ),
 ]
-SCENARIO_ORDER = [
-    "get",
-    "get_pool",
-    "embed_verify",
-    "embed_mint",
-    "get_deep",
-    "get_1m",
-    "create",
-    "get_1c",
-    "rotate",
-]
 
 
-def scenarios_for(backend: str, only: frozenset[str] = frozenset()) -> list[Scenario]:
-    """The backend's scenarios; with ``only``, just those whose key it names."""
-    return [s for s in SCENARIOS if backend in s.backends and (not only or s.key in only)]
-
-
-def first_scenario(key: str) -> Scenario:
-    """The first scenario measured under ``key`` (all under one key share label and
-    connections)."""
-    return next(s for s in SCENARIOS if s.key == key)
+def runs_for(only: frozenset[str] = frozenset()) -> list[Run]:
+    """The runs of the scenarios ``only`` names (all of them without it)."""
+    return [run for run in RUNS if not only or run.key in only]
 
 
 @dataclass
 class Results:
-    # (backend, scenario key, impl) -> one wrk result per round
+    # (backend, scenario, impl) -> one wrk result per round
     runs: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
-    rss: dict[str, Any] = field(default_factory=dict)  # the memory mode's findings
     notes: list[str] = field(default_factory=list)
 
-    def add(self, backend: str, scenario: Scenario, result: dict[str, Any]) -> None:
-        self.runs.setdefault((backend, scenario.key, scenario.impl), []).append(result)
+    def add(self, backend: str, run: Run, result: dict[str, Any]) -> None:
+        self.runs.setdefault((backend, run.key, run.impl), []).append(result)
 
     def median(self, backend: str, key: str, impl: str, metric: str) -> float | None:
         values = [r[metric] for r in self.runs.get((backend, key, impl), [])]

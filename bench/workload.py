@@ -1,4 +1,5 @@
-"""The request the benchmark sends, shared by the seeder, the baselines and the driver.
+"""What the benchmark sends and what its baselines answer, shared by the seed, the site
+and the driver.
 
 A dashboard asks for the group of one of its customers on every render, with the full
 body (name, mapping, properties), which get-or-create ignores once the group exists.
@@ -15,8 +16,14 @@ GET_BODY = {
     "mapping": TARGET_MAPPING,
     "properties": TARGET_PROPERTIES,
 }
+MINT_BODY = {"user_group_id": TARGET_ID}
 
-# What baseline (1) answers: the shape and size of a get-or-create answer for the target.
+# The target's variables: what an embed token for it grants (a top-level group minted
+# without params has its own properties), and what every verification view answers.
+VARIABLES = TARGET_PROPERTIES
+
+# What the authtoken baseline answers: the shape and size of the app's get of the target
+# (bench/driving.py checks the shape against the app's answer before the rounds).
 CONSTANT_RESPONSE = {
     "success": 1,
     "new_user_group": False,
@@ -27,11 +34,8 @@ CONSTANT_RESPONSE = {
         "provided_id": TARGET_ID,
         "properties": TARGET_PROPERTIES,
         "mapping": TARGET_MAPPING,
+        "parent_user_group_id": None,
+        "computed_properties": TARGET_PROPERTIES,
+        "computed_mapping": TARGET_MAPPING,
     },
 }
-
-# A group at depth 5 of the hierarchy, under four ancestors that each set properties and
-# map schemas: its get reads them all (one more query, whatever the depth).
-DEEP_ANCESTORS = [f"bench-level-{level}" for level in range(1, 5)]
-DEEP_ID = "dashboard-team-0042-depth5"
-DEEP_BODY = {**GET_BODY, "user_group_id": DEEP_ID, "parent_user_group_id": DEEP_ANCESTORS[-1]}

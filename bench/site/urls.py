@@ -1,14 +1,12 @@
-from django.urls import path, re_path
+from django.urls import include, path
 
-from bench.baseline.views import ConstantView, NoAuthenticationView, ObviousGroupView, bare
-from bench.site.views import EmbedVariablesView
-from example_project.urls import urlpatterns as example_urlpatterns
+from bench.site import views
 
 urlpatterns = [
-    path("bench/bare", bare),  # baseline (0)
-    path("bench/constant", ConstantView.as_view()),  # baseline (1)
-    path("bench/noauth", NoAuthenticationView.as_view()),  # (1-): DRF, no authentication
-    re_path(r"^bench/obvious/?$", ObviousGroupView.as_view()),  # baseline (2)
-    path("bench/embed", EmbedVariablesView.as_view()),  # a host's view, for verification
-    *example_urlpatterns,
+    path("", include("usergroups.urls")),
+    path("bench/embed", views.EmbedVariablesView.as_view()),
+    path("bench/authtoken", views.AuthtokenConstantView.as_view()),
+    path("bench/knox", views.KnoxVariablesView.as_view()),
+    path("bench/simplejwt", views.SimpleJWTVariablesView.as_view()),
+    path("bench/simplejwt/mint", views.SimpleJWTMintView.as_view()),
 ]
