@@ -1,6 +1,8 @@
 """Request validation and response shapes of ``/api/user``.
 
-Response serializers read a :class:`~usergroups.records.GroupRecord`, and nothing else.
+Each shape of a group in an answer has one serializer here. They read a
+:class:`~usergroups.records.GroupRecord` (:class:`NamedGroupSerializer` also a minted
+token's group), and nothing else.
 """
 
 from typing import Any
