@@ -11,6 +11,7 @@ messages. Django's own server (wsgiref, as under ``runserver`` and pytest-django
 
 import asyncio
 import http.client
+import io
 import json
 import socket
 import threading
@@ -20,7 +21,7 @@ from asgiref.sync import async_to_sync
 from django.core.handlers.asgi import ASGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
-from django.test import override_settings
+from django.test import RequestFactory, override_settings
 
 from tests.support import HOST
 from tests.support.api import API_URL, assert_error, send
@@ -28,6 +29,7 @@ from tests.support.db_state import database_unchanged
 from tests.support.deployment import migrated_site
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from tests.support.gunicorn import Gunicorn
+from usergroups.api.chunked import with_chunked_body
 from usergroups.models import UserGroup
 
 MiB = 1024 * 1024
@@ -185,6 +187,54 @@ def test_chunked_body_that_is_not_json_is_415(gunicorn):
     )
     assert status == 415, answer
     assert answer["error"]["code"] == "unsupported_media_type"
+
+
+# --- The same in process: a WSGI input marked terminated, as gunicorn gives it ----------
+
+
+def terminated(body: bytes, **extra) -> dict:
+    """The environ of a chunked body that the server de-chunked (``wsgi.input_terminated``)."""
+    return {
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+        "HTTP_TRANSFER_ENCODING": "chunked",
+        "CONTENT_LENGTH": "",
+        **extra,
+    }
+
+
+def test_a_terminated_chunked_body_is_read(api_client):
+    body = as_json({"user_group_id": "in-process", "name": "Read"})
+    response = send(api_client, "GET", **terminated(body))
+    assert response.status_code == 200, response.content
+    assert response.json()["user_group"]["name"] == "Read"
+    assert UserGroup.objects.filter(provided_id="in-process").exists()
+
+
+def test_a_terminated_chunked_body_under_a_non_ascii_script_name(api_client):
+    """The new request decodes the path from the environ again, as the first one did."""
+    body = as_json({"user_group_id": "mounted"})
+    script_name = "/ünï".encode().decode("iso-8859-1")  # as WSGI gives it
+    response = send(api_client, "GET", **terminated(body, SCRIPT_NAME=script_name))
+    assert response.status_code == 200, response.content
+    assert response.json()["user_group"]["provided_id"] == "mounted"
+
+
+@override_settings(USERGROUPS={"MAX_BODY_BYTES": 100})
+def test_a_terminated_chunked_body_over_the_limit_is_413(api_client):
+    body = as_json({"user_group_id": "too-large", "name": "x" * 200})
+    with database_unchanged():
+        response = send(api_client, "GET", **terminated(body))
+    assert_error(response, 413, "request_too_large")
+
+
+def test_the_sized_request_keeps_what_middleware_set():
+    request = RequestFactory().generic("POST", API_URL, **terminated(b'{"a": 1}'))
+    request.user, request.session = object(), object()
+    sized = with_chunked_body(request)
+    assert (sized.user, sized.session) == (request.user, request.session)
+    assert (sized.body, sized.META["CONTENT_LENGTH"], sized.path) == (b'{"a": 1}', "8", API_URL)
+    assert "HTTP_TRANSFER_ENCODING" not in sized.META
 
 
 # --- A server that cannot de-chunk: 411 ---------------------------------------------------

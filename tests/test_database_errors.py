@@ -204,7 +204,7 @@ def health_check_due() -> None:
 
 def first_read(api_client, group, kind: str):
     """A request whose first query will be one of the app's reads, to send: a get (the
-    fast path's key lookup), a rotation (DRF's dispatch, the key lookup), a host's view
+    key lookup), a rotation (the key lookup), a host's view
     behind ``EmbedTokenAuthentication`` (the group's read; its token minted now)."""
     if kind == "fast-path-get":
         return lambda: send(api_client, "GET", {"user_group_id": group.provided_id})
@@ -217,7 +217,9 @@ def first_read(api_client, group, kind: str):
 FIRST_READS = ["fast-path-get", "drf-dispatch-rotation", "embed-token-verification"]
 
 
-@pytest.mark.parametrize("kind", FIRST_READS)
+# The API's views leave the connection's health check to Django (issue 20: one road
+# through DRF's dispatch); only the embed verification's read still stands in for it.
+@pytest.mark.parametrize("kind", ["embed-token-verification"])
 def test_the_first_read_stands_in_for_the_health_check(api_client, group, monkeypatch, kind):
     request = first_read(api_client, group, kind)
     checks = []

@@ -9,18 +9,20 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
-from rest_framework.fields import empty
 
-from usergroups.api.serializers import StrictCharField, TokenRequestSerializer
+from usergroups.api.serializers import (
+    NamedGroupSerializer,
+    StrictCharField,
+    TokenRequestSerializer,
+)
 from usergroups.conf import usergroups_settings
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import MAX_ORIGIN_LENGTH, normalize_origin
 from usergroups.embed.tokens import timestamp_text
-from usergroups.records import GroupRecord
-from usergroups.validators import check_text, validate_properties
+from usergroups.validators import validate_properties
 
 if TYPE_CHECKING:
-    from usergroups.services.embed import MintedGroup
+    from usergroups.services.embed import MintedToken
 
 MIN_EXPIRES_IN = 30
 #: The largest ``params``, in bytes of compact UTF-8 JSON.
@@ -71,40 +73,6 @@ class MintRequestSerializer(serializers.Serializer):
     expires_in = ExpiresInField(required=False)
     params = ParamsField(required=False)
 
-    def run_validation(self, data: Any = empty) -> Any:
-        # Every embedded view mints: valid input is checked by the validators the fields
-        # run, without DRF's per-request deep copy of the fields (and by the fast path,
-        # usergroups.fastpath); anything else goes the DRF way, for its exact errors.
-        valid = valid_mint(data)
-        return valid if valid is not None else super().run_validation(data)
-
-
-def valid_mint(data: Any) -> dict[str, Any] | None:
-    """``validated_data`` of :class:`MintRequestSerializer` when ``data`` is valid, else
-    None. tests/test_hot_path.py holds the two to the same answers."""
-    if type(data) is not dict:
-        return None
-    try:
-        valid: dict[str, Any] = {"user_group_id": check_text(data["user_group_id"])}
-        if "resource" in data:
-            valid["resource"] = check_text(data["resource"])
-        if "origin" in data:
-            origin = data["origin"]
-            valid["origin"] = normalize_origin(origin) if isinstance(origin, str) else None
-            if valid["origin"] is None:
-                return None
-        if "expires_in" in data:
-            seconds = data["expires_in"]
-            longest = usergroups_settings.EMBED_TOKEN_MAX_SECONDS
-            if type(seconds) is not int or not MIN_EXPIRES_IN <= seconds <= longest:
-                return None
-            valid["expires_in"] = seconds
-        if "params" in data:
-            valid["params"] = validate_properties(data["params"], max_bytes=MAX_PARAMS_BYTES)
-    except (KeyError, DjangoValidationError):
-        return None
-    return valid
-
 
 class EmbedTokenField(serializers.Field):
     """Any string is a token to judge: a malformed or oversized one is just inactive.
@@ -126,26 +94,14 @@ class RevokeRequestSerializer(serializers.Serializer):
     user_group_id = StrictCharField()
 
 
-class EmbedGroupSerializer(serializers.Serializer):
-    """The group as the embed-token answers name it: no token, no properties."""
-
-    team_id = serializers.IntegerField(read_only=True)
-    name = serializers.CharField(read_only=True)
-    provided_id = serializers.CharField(read_only=True)
-
-    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
-        return embed_group_representation(group)
-
-
-def embed_group_representation(group: "GroupRecord | MintedGroup") -> dict[str, Any]:
-    """What :class:`EmbedGroupSerializer`'s declared fields give (tests/test_hot_path.py
-    holds the two equal), without DRF's per-instance deep copy of every field: every
-    mint answers it."""
-    team_id = group.team_id
+def minted_answer(minted: "MintedToken") -> dict[str, Any]:
+    """The mint's answer: the new token and the group it is for."""
     return {
-        "team_id": None if team_id is None else int(team_id),
-        "name": None if group.name is None else str(group.name),
-        "provided_id": None if group.provided_id is None else str(group.provided_id),
+        "success": 1,
+        "embed_token": minted.token,
+        "expires_in": minted.expires_in,
+        "expires_at": timestamp_text(int(minted.expires_at.timestamp())),
+        "user_group": NamedGroupSerializer(minted.group).data,
     }
 
 
@@ -154,7 +110,7 @@ def active_answer(grant: EmbedGrant) -> dict[str, Any]:
     return {
         "success": 1,
         "active": True,
-        "user_group": embed_group_representation(grant.group),
+        "user_group": NamedGroupSerializer(grant.group).data,
         "resource": grant.resource,
         "origin": grant.origin,
         "expires_at": timestamp_text(int(grant.expires_at.timestamp())),

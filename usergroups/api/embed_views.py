@@ -16,12 +16,11 @@ from usergroups.api.embed_serializers import (
     MintRequestSerializer,
     RevokeRequestSerializer,
     active_answer,
-    embed_group_representation,
-    valid_mint,
+    minted_answer,
 )
-from usergroups.api.views import FastPathView, WorkspaceAPIView, request_key, workspace_id
+from usergroups.api.serializers import NamedGroupSerializer
+from usergroups.api.views import WorkspaceAPIView, workspace_id
 from usergroups.embed import keys, tokens
-from usergroups.models import APIKey
 from usergroups.services import embed
 
 #: How long a cache may keep the JWK Set. A new key (a secret rotation) shows within
@@ -37,28 +36,17 @@ class EmbedScopeView(WorkspaceAPIView):
     required_scopes = {"POST": scopes.EMBED}
 
 
-class EmbedTokenView(EmbedScopeView, FastPathView):
+class EmbedTokenView(EmbedScopeView):
     """POST: a new embed token for one of the workspace's groups."""
 
-    #: Plain mints (a JSON body, no throttling) skip DRF's dispatch: every embedded
-    #: view mints (usergroups.fastpath).
-    fast_method = "POST"
-    fast_path = True
-
+    @sensitive_variables("minted")
     def post(self, request: Request) -> Response:
         serializer = MintRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return Response(self.valid_answer(request_key(request), serializer.validated_data))
-
-    def fast_input(self, data: Any) -> dict[str, Any] | None:
-        return valid_mint(data)
-
-    @sensitive_variables("minted")
-    def valid_answer(self, api_key: APIKey, data: dict[str, Any]) -> dict[str, Any]:
-        """The answer to a valid mint: the new token, or 404 for an unknown group."""
+        data = serializer.validated_data
         try:
             minted = embed.mint_embed_token(
-                api_key.workspace_id,
+                workspace_id(request),
                 data["user_group_id"],
                 expires_in=data.get("expires_in"),
                 resource=data.get("resource"),
@@ -73,13 +61,7 @@ class EmbedTokenView(EmbedScopeView, FastPathView):
             raise ValidationError({name: [message] for name in given}) from None
         if minted is None:
             raise NotFound(_NO_GROUP)
-        return {
-            "success": 1,
-            "embed_token": minted.token,
-            "expires_in": minted.expires_in,
-            "expires_at": tokens.timestamp_text(int(minted.expires_at.timestamp())),
-            "user_group": embed_group_representation(minted.group),
-        }
+        return Response(minted_answer(minted))
 
 
 class EmbedTokenIntrospectView(EmbedScopeView):
@@ -105,7 +87,7 @@ class EmbedTokenRevokeView(EmbedScopeView):
         )
         if group is None:
             raise NotFound(_NO_GROUP)
-        return Response({"success": 1, "user_group": embed_group_representation(group)})
+        return Response({"success": 1, "user_group": NamedGroupSerializer(group).data})
 
 
 class JWKSView(WorkspaceAPIView):

@@ -9,24 +9,24 @@ from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
-from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from django.utils.datastructures import MultiValueDict
 from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
 
 NOT_UTF8 = _("Must be percent-encoded UTF-8.")
 
 
-def query_params(request: HttpRequest) -> MultiValueDict[str, str]:
+def query_params(request: HttpRequest | Request) -> MultiValueDict[str, str]:
     """The request's query parameters as ``request.GET`` has them (``+`` is a space, a
     name without ``=`` has an empty value, ``getlist`` gives repeats), but refused with
     400 ``invalid`` naming each field whose name or value is not UTF-8."""
-    django_request = getattr(request, "_request", request)  # under DRF's Request
-    text = django_request.META.get("QUERY_STRING", "")
+    text = request.META.get("QUERY_STRING", "")
     # WSGI hands the bytes over as Latin-1 text; Django's ASGI handler has decoded them
-    # as UTF-8 already (refusing what is not). Either way, back to the bytes sent.
-    encoding = "utf-8" if isinstance(django_request, ASGIRequest) else "iso-8859-1"
+    # as UTF-8 already (refusing what is not). Either way, back to the bytes sent. An
+    # ASGI request has the connection's ``scope`` (DRF's Request passes it through).
+    encoding = "utf-8" if isinstance(getattr(request, "scope", None), dict) else "iso-8859-1"
     return parse_query_string(text.encode(encoding))
 
 

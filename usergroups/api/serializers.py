@@ -1,14 +1,14 @@
 """Request validation and response shapes of ``/api/user``.
 
-Response serializers read a :class:`~usergroups.records.GroupRecord`, and nothing else.
+Each shape of a group in an answer has one serializer here. They read a
+:class:`~usergroups.records.GroupRecord` (:class:`NamedGroupSerializer` also a minted
+token's group), and nothing else.
 """
 
 from typing import Any
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
-from rest_framework.fields import empty
 
 from usergroups.api.exceptions import TokenUnavailable
 from usergroups.records import GroupRecord
@@ -64,37 +64,6 @@ class GetOrCreateRequestSerializer(serializers.Serializer):
     # Read on create only, like the fields above.
     parent_user_group_id = StrictCharField(required=False, allow_null=True)
 
-    def run_validation(self, data: Any = empty) -> Any:
-        # The hot path: every dashboard render sends this body. Valid input is checked
-        # by the same validators the fields run, without DRF's per-request deep copy of
-        # the fields; anything else goes the DRF way, for its exact error reports.
-        valid = valid_get_or_create(data)
-        return valid if valid is not None else super().run_validation(data)
-
-
-def valid_get_or_create(data: Any) -> dict[str, Any] | None:
-    """``validated_data`` of :class:`GetOrCreateRequestSerializer` when ``data`` is valid,
-    else None. tests/test_hot_path.py holds the two to the same answers."""
-    if type(data) is not dict:
-        return None
-    try:
-        valid: dict[str, Any] = {"user_group_id": check_text(data["user_group_id"])}
-        if "name" in data:
-            name = data["name"]
-            valid["name"] = None if name is None else check_text(name, allow_empty=True)
-        if "mapping" in data:
-            mapping = data["mapping"]
-            valid["mapping"] = None if mapping is None else validate_mapping(mapping)
-        if "properties" in data:
-            properties = data["properties"]
-            valid["properties"] = None if properties is None else validate_properties(properties)
-        if "parent_user_group_id" in data:
-            parent = data["parent_user_group_id"]
-            valid["parent_user_group_id"] = None if parent is None else check_text(parent)
-    except (KeyError, DjangoValidationError):
-        return None
-    return valid
-
 
 class TokenRequestSerializer(serializers.Serializer):
     """A request that may carry a group token. DRF's repr of a serializer shows the data
@@ -107,40 +76,25 @@ class TokenRequestSerializer(serializers.Serializer):
 class RotateRequestSerializer(TokenRequestSerializer):
     current_token = StrictCharField()
 
-    def run_validation(self, data: Any = empty) -> Any:
-        # As GetOrCreateRequestSerializer: valid input the short way, the rest DRF's way.
-        if type(data) is dict:
-            try:
-                return {"current_token": check_text(data["current_token"])}
-            except (KeyError, DjangoValidationError):
-                pass
-        return super().run_validation(data)
-
 
 class TokenField(serializers.Field):
+    """The group's current token, or 503 when no configured secret opens it."""
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, group: GroupRecord) -> str:
-        return shown_token(group)
+        if group.token is None:
+            raise TokenUnavailable()
+        return group.token
 
 
-def shown_token(group: GroupRecord) -> str:
-    """The group's current token, or 503 when no configured secret opens it."""
-    token = group.token
-    if token is None:
-        raise TokenUnavailable()
-    return token
+class NamedGroupSerializer(serializers.Serializer):
+    """A group by its ids and name only: as a delete and the embed-token answers report it."""
 
-
-class DeletedGroupSerializer(serializers.Serializer):
     team_id = serializers.IntegerField(read_only=True)
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 class RotatedGroupSerializer(serializers.Serializer):
@@ -151,22 +105,6 @@ class RotatedGroupSerializer(serializers.Serializer):
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
 
-    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
-        return rotated_representation(group)
-
-
-def rotated_representation(group: GroupRecord) -> dict[str, Any]:
-    """What :class:`RotatedGroupSerializer`'s declared fields give (tests/test_hot_path.py
-    holds the two equal), without DRF's per-instance deep copy of every field: this is
-    the hot path."""
-    team_id = group.team_id
-    return {
-        "team_id": None if team_id is None else int(team_id),
-        "token": shown_token(group),
-        "name": _text(group.name),
-        "provided_id": _text(group.provided_id),
-    }
-
 
 class UserGroupSerializer(RotatedGroupSerializer):
     """A user group as get-or-create and update report it."""
@@ -176,23 +114,6 @@ class UserGroupSerializer(RotatedGroupSerializer):
     parent_user_group_id = serializers.CharField(read_only=True, allow_null=True)
     computed_properties = serializers.JSONField(read_only=True)
     computed_mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
-
-    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
-        return group_representation(group)
-
-
-def group_representation(group: GroupRecord) -> dict[str, Any]:
-    """:class:`UserGroupSerializer`'s output (tests/test_hot_path.py holds the two equal),
-    for the fast path of get (:mod:`usergroups.fastpath`), which makes no serializer."""
-    data = rotated_representation(group)
-    data["properties"] = group.properties
-    data["mapping"] = {str(key): _text(value) for key, value in group.mapping.items()}
-    data["parent_user_group_id"] = _text(group.parent_user_group_id)
-    data["computed_properties"] = group.computed_properties
-    data["computed_mapping"] = {
-        str(key): _text(value) for key, value in group.computed_mapping.items()
-    }
-    return data
 
 
 class UpdateRequestSerializer(serializers.Serializer):

@@ -4,12 +4,11 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest
 from django.utils.http import parse_header_parameters
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
-from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -18,23 +17,21 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from usergroups import fastpath, scopes
-from usergroups.api.chunked import ChunkedBodyRequest
+from usergroups import scopes
+from usergroups.api.chunked import is_chunked, with_chunked_body
 from usergroups.api.exceptions import Conflict, exception_handler
 from usergroups.api.parsers import JSONObjectParser, loads_strict
 from usergroups.api.querystring import query_params
 from usergroups.api.serializers import (
-    DeletedGroupSerializer,
     DeleteRequestSerializer,
     GetOrCreateRequestSerializer,
     ListedGroupSerializer,
     ListQuerySerializer,
+    NamedGroupSerializer,
+    RotatedGroupSerializer,
     RotateRequestSerializer,
     UpdateRequestSerializer,
     UserGroupSerializer,
-    group_representation,
-    rotated_representation,
-    valid_get_or_create,
 )
 from usergroups.api.throttling import APIKeyRateThrottle
 from usergroups.auth.api_key import APIKeyAuthentication
@@ -111,17 +108,23 @@ class WorkspaceAPIView(APIView):
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
 
+    #: Why a chunked body cannot be read (411, 413); raised once DRF's checks passed.
+    body_error: APIException | None = None
+
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        # As APIView.initialize_request, with a request that reads chunked bodies.
-        return ChunkedBodyRequest(
-            request,
-            parsers=self.get_parsers(),
-            # Each one's lookup stands in for the connection's health check (not in
-            # get_authenticators, which the OpenAPI schema reads).
-            authenticators=[fastpath.CheckingAuthentication(a) for a in self.get_authenticators()],
-            negotiator=self.get_content_negotiator(),
-            parser_context=self.get_parser_context(request),
-        )
+        # A chunked body, read now and sized like any other (usergroups.api.chunked):
+        # Django would read it as empty. An error here would escape DRF's handling.
+        if is_chunked(request):
+            try:
+                request = with_chunked_body(request)
+            except APIException as exc:
+                self.body_error = exc
+        return super().initialize_request(request, *args, **kwargs)
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if self.body_error is not None:
+            raise self.body_error
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
@@ -143,55 +146,7 @@ def workspace_id(request: Request) -> int:
     return request_key(request).workspace_id
 
 
-class FastPathView(WorkspaceAPIView):
-    """An endpoint whose plain requests of one method skip DRF's dispatch: see
-    :mod:`usergroups.fastpath`. The view says how a request's body is validated the short
-    way (:meth:`fast_input`) and answers valid input on both paths (:meth:`valid_answer`);
-    anything else is handed over to DRF with what the fast path settled."""
-
-    #: The method whose plain requests take the fast path.
-    fast_method = ""
-    #: True in the body of a class whose requests take it: only that class, not its
-    #: subclasses, which may change what DRF's steps do. False answers them DRF's way
-    #: (tests compare the two).
-    fast_path = False
-    #: What the fast path settled before it handed a request over to DRF.
-    handover: fastpath.Handover | None = None
-
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if request.method == self.fast_method and type(self).__dict__.get("fast_path") is True:
-            fast = fastpath.answer(self, request)
-            if fast is not None:
-                return fast
-        return super().dispatch(request, *args, **kwargs)
-
-    def hand_over(self, request: HttpRequest, handover: fastpath.Handover) -> HttpResponseBase:
-        """DRF's dispatch of a request the fast path began: see :mod:`usergroups.fastpath`."""
-        self.handover = handover
-        return super().dispatch(request, *self.args, **self.kwargs)
-
-    def get_authenticators(self) -> list[BaseAuthentication]:
-        if self.handover is not None:
-            return self.handover.authenticators
-        return super().get_authenticators()
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        # What the view's handler raised on the fast path, raised where the handler runs.
-        if self.handover is not None and self.handover.error is not None:
-            raise self.handover.error
-
-    def fast_input(self, data: Any) -> dict[str, Any] | None:
-        """The request serializer's ``validated_data`` for valid ``data``, else None
-        (DRF's serializer then reads the body again, for its exact error report)."""
-        raise NotImplementedError
-
-    def valid_answer(self, api_key: APIKey, data: dict[str, Any]) -> dict[str, Any]:
-        """The answer to valid input (both paths); raises as the DRF handler would."""
-        raise NotImplementedError
-
-
-class UserGroupView(FastPathView):
+class UserGroupView(WorkspaceAPIView):
     """GET gets or creates, POST rotates; PUT updates and DELETE deletes (extensions)."""
 
     http_method_names = ["get", "post", "put", "delete"]
@@ -199,20 +154,10 @@ class UserGroupView(FastPathView):
     # service checks, once it knows which (see get).
     required_scopes = {"POST": scopes.ROTATE, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
 
-    #: Plain gets (a JSON body, no throttling) skip DRF's dispatch.
-    fast_method = "GET"
-    fast_path = True
-
     def get(self, request: Request) -> Response:
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
         serializer.is_valid(raise_exception=True)
-        return Response(self.valid_answer(request_key(request), serializer.validated_data))
-
-    def fast_input(self, data: Any) -> dict[str, Any] | None:
-        return valid_get_or_create(data)
-
-    def valid_answer(self, api_key: APIKey, data: dict[str, Any]) -> dict[str, Any]:
-        """The answer to a valid get-or-create: the group, found or made."""
+        data, api_key = serializer.validated_data, request_key(request)
         try:
             group, created = groups.get_or_create_group(
                 api_key.workspace_id,
@@ -225,7 +170,9 @@ class UserGroupView(FastPathView):
             )
         except groups.InvalidParent as exc:
             raise invalid_parent(exc) from None
-        return {"success": 1, "new_user_group": created, "user_group": group_representation(group)}
+        return Response(
+            {"success": 1, "new_user_group": created, "user_group": UserGroupSerializer(group).data}
+        )
 
     def post(self, request: Request) -> Response:
         serializer = RotateRequestSerializer(data=request.data)
@@ -235,8 +182,7 @@ class UserGroupView(FastPathView):
         )
         if group is None:
             raise NotFound(_("No user group of this workspace has this token."))
-        # RotatedGroupSerializer's output, without making one (a rotation's CPU is hot).
-        return Response({"success": 1, "user_group": rotated_representation(group)})
+        return Response({"success": 1, "user_group": RotatedGroupSerializer(group).data})
 
     def put(self, request: Request) -> Response:
         serializer = UpdateRequestSerializer(data=request.data)
@@ -282,7 +228,7 @@ class UserGroupView(FastPathView):
             raise NotFound(_("No user group of this workspace matches."))
         answer: dict[str, Any] = {
             "success": 1,
-            "user_group": DeletedGroupSerializer(deleted[0]).data,
+            "user_group": NamedGroupSerializer(deleted[0]).data,
         }
         if cascade:
             answer["deleted_count"] = len(deleted)
