@@ -128,13 +128,27 @@ class MappingSchema(FieldSchema):
         )
 
 
-def json_object(description: str) -> Schema:
-    """A JSON object of any values whose keys hold no NUL. That no nested string holds
-    one either is said in words: a recursive schema defeats client generators."""
-    return with_keys(
-        {"type": "object", "description": description, "additionalProperties": True},
-        {"type": "string", "pattern": NO_NUL},
-    )
+def json_object(component: str, description: str) -> Schema:
+    """A JSON object no string of which (key or value, at any depth) holds a NUL, as
+    :func:`usergroups.validators.validate_properties` has it. Under OpenAPI 3.1 a nested
+    object is the component itself; arrays are one level deep in the schema (client
+    generators cannot follow a recursive array), which the description covers."""
+    if not is_jsonschema_compliant():
+        return {"type": "object", "description": description, "additionalProperties": True}
+    no_nul = {"type": "string", "pattern": NO_NUL}
+    nested = {"$ref": f"#/components/schemas/{component}"}
+    scalars = [no_nul, {"type": "number"}, {"type": "boolean"}, {"type": "null"}, nested]
+    return {
+        "type": "object",
+        "description": description,
+        "propertyNames": no_nul,
+        "additionalProperties": {
+            "oneOf": [
+                *scalars,
+                {"type": "array", "items": {"oneOf": [*scalars, {"type": "array", "items": {}}]}},
+            ]
+        },
+    }
 
 
 class PropertiesSchema(FieldSchema):
@@ -143,6 +157,7 @@ class PropertiesSchema(FieldSchema):
 
     def schema(self, auto_schema: AutoSchema) -> Schema:
         return json_object(
+            self.component,
             "Free-form properties: a JSON object of at most "
             f"{usergroups_settings.MAX_PROPERTIES_BYTES} bytes as compact JSON, nested at "
             f"most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep; no string in it holds a NUL."
@@ -155,6 +170,7 @@ class ParamsSchema(FieldSchema):
 
     def schema(self, auto_schema: AutoSchema) -> Schema:
         return json_object(
+            self.component,
             "Locked variables, laid over the group's computed properties (a top-level key "
             f"of `params` wins); at most {embed.MAX_PARAMS_BYTES} bytes as compact JSON, "
             f"nested at most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep."
@@ -331,17 +347,19 @@ def errors(*statuses: int, **described: str) -> dict[int, OpenApiResponse]:
 
 # Operations ---------------------------------------------------------------------------------
 
-QUERY_FALLBACK = "Read only when the body is empty (for clients that cannot send a body with GET)."
+QUERY_FALLBACK = (
+    "Read only when the body is empty (for clients that cannot send a body with GET), "
+    "then under the rules of the body's field of the same name."
+)
+# Any string: a query parameter beside a body is not read, so no value of it is refused.
 GET_OR_CREATE_QUERY = [
-    OpenApiParameter("user_group_id", text_schema(), description=QUERY_FALLBACK),
-    OpenApiParameter("name", text_schema(allow_empty=True), description=QUERY_FALLBACK),
+    OpenApiParameter("user_group_id", str, description=QUERY_FALLBACK),
+    OpenApiParameter("name", str, description=QUERY_FALLBACK),
+    OpenApiParameter("mapping", str, description="`mapping` as JSON text. " + QUERY_FALLBACK),
     OpenApiParameter(
-        "mapping", {"type": "string"}, description="`mapping` as JSON text. " + QUERY_FALLBACK
+        "properties", str, description="`properties` as JSON text. " + QUERY_FALLBACK
     ),
-    OpenApiParameter(
-        "properties", {"type": "string"}, description="`properties` as JSON text. " + QUERY_FALLBACK
-    ),
-    OpenApiParameter("parent_user_group_id", text_schema(), description=QUERY_FALLBACK),
+    OpenApiParameter("parent_user_group_id", str, description=QUERY_FALLBACK),
 ]
 PARENT_RULE = (
     " `parent_user_group_id` names a group of the same workspace: unknown, a cycle, or a "
@@ -593,21 +611,34 @@ LINKS: dict[str, Schema] = {
             "description": "List the direct children of the group returned.",
         },
     },
-    "rotate_user_group_token": {
-        "RotateAgain": {
-            "operationId": "rotate_user_group_token",
-            "requestBody": {"current_token": "$response.body#/user_group/token"},
-            "description": "Rotate the new token.",
-        },
-    },
-    "mint_embed_token": {
-        "Introspect": {
-            "operationId": "introspect_embed_token",
-            "requestBody": {"embed_token": "$response.body#/embed_token"},
-            "description": "Introspect the embed token returned.",
-        },
-    },
 }
+
+
+#: Answers that show a group's stored properties: DRF's JSONField says "any JSON value"
+#: (and, nullable under OpenAPI 3.1, a oneOf that null matches twice).
+STORED_PROPERTIES = (api.UserGroupSerializer, api.ListedGroupSerializer)
+
+
+def stored_properties(auto_schema: AutoSchema) -> Schema:
+    """What the answers say of stored ``properties`` (an object or null) and of
+    ``computed_properties`` (an object)."""
+    properties = PropertiesSchema(api.PropertiesField()).map_serializer_field(
+        auto_schema, "response"
+    )
+    if is_jsonschema_compliant():
+        nullable = {"oneOf": [properties, {"type": "null"}]}
+    else:
+        nullable = {"allOf": [properties], "nullable": True}
+    return {
+        "properties": {**nullable, "readOnly": True},
+        "computed_properties": {
+            "type": "object",
+            "additionalProperties": True,
+            "readOnly": True,
+            "description": "The ancestors' properties merged from the root down, then the "
+            "group's own; a top-level key of a deeper group wins.",
+        },
+    }
 
 
 class UserGroupAutoSchema(AutoSchema):
@@ -639,6 +670,16 @@ class UserGroupAutoSchema(AutoSchema):
                     "content": {"application/json": {"schema": component.ref}},
                     "required": True,
                 }
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query" and not parameter.get("required"):
+                # DRF reads an empty optional query value as no value.
+                parameter["allowEmptyValue"] = True
+        for shape in STORED_PROPERTIES:
+            stored = self.resolve_serializer(shape, "response").schema
+            if stored is not None:
+                shown = stored_properties(self)
+                for name in shown.keys() & stored["properties"].keys():
+                    stored["properties"][name] = shown[name]
         links = LINKS.get(operation["operationId"])
         if links:
             operation["responses"]["200"]["links"] = links
