@@ -160,7 +160,7 @@ class PropertiesSchema(FieldSchema):
             self.component,
             "Free-form properties: a JSON object of at most "
             f"{usergroups_settings.MAX_PROPERTIES_BYTES} bytes as compact JSON, nested at "
-            f"most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep; no string in it holds a NUL."
+            f"most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep; no string in it holds a NUL.",
         )
 
 
@@ -173,7 +173,7 @@ class ParamsSchema(FieldSchema):
             self.component,
             "Locked variables, laid over the group's computed properties (a top-level key "
             f"of `params` wins); at most {embed.MAX_PARAMS_BYTES} bytes as compact JSON, "
-            f"nested at most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep."
+            f"nested at most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep.",
         )
 
 
@@ -356,9 +356,7 @@ GET_OR_CREATE_QUERY = [
     OpenApiParameter("user_group_id", str, description=QUERY_FALLBACK),
     OpenApiParameter("name", str, description=QUERY_FALLBACK),
     OpenApiParameter("mapping", str, description="`mapping` as JSON text. " + QUERY_FALLBACK),
-    OpenApiParameter(
-        "properties", str, description="`properties` as JSON text. " + QUERY_FALLBACK
-    ),
+    OpenApiParameter("properties", str, description="`properties` as JSON text. " + QUERY_FALLBACK),
     OpenApiParameter("parent_user_group_id", str, description=QUERY_FALLBACK),
 ]
 PARENT_RULE = (
