@@ -386,3 +386,22 @@ def test_a_host_view_using_the_apps_authentication_is_documented_without_warning
     schemes = document["components"]["securitySchemes"]
     assert schemes["GroupTokenAuth"]["description"].startswith("`GroupToken <group token>`")
     assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")
+
+
+def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
+    """drf-spectacular's default version is 3.0, which cannot state the rules on keys
+    (``propertyNames``) nor constants (``const``): they stay in words and enums there."""
+    from drf_spectacular.views import SpectacularJSONAPIView
+
+    capsys.readouterr()
+    view = SpectacularJSONAPIView.as_view(custom_settings={"OAS_VERSION": "3.0.3"})
+    document = view(rf.get("/api/schema/")).data
+    assert capsys.readouterr().err == ""
+    assert document["openapi"] == "3.0.3"
+    validate_schema(document)
+    components = document["components"]["schemas"]
+    assert "propertyNames" not in components["Mapping"]
+    assert components["Mapping"]["maxProperties"] == 1000
+    assert components["Succeeded"] == {"type": "integer", "enum": [1]}
+    stored = components["UserGroup"]["properties"]["properties"]
+    assert stored["nullable"] is True

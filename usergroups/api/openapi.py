@@ -287,24 +287,28 @@ class ErrorCodeSchema(OpenApiSerializerFieldExtension):
         return {"type": "string", "enum": ERROR_CODES}
 
 
-class ErrorDetailSerializer(serializers.Serializer):
-    """What went wrong: a code to act on, a message to show, and for ``invalid`` each bad
-    field with its messages."""
-
-    code = ErrorCodeField()
-    message = serializers.CharField()
-    fields = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
-        required=False,
-        help_text="Only for `invalid`: each bad field with its messages.",
-    )
+#: What went wrong: a code to act on, a message to show, and for ``invalid`` each bad field
+#: with its messages. (Made by inline_serializer: a field named ``fields`` would shadow the
+#: attribute of a declared serializer class.)
+ERROR_DETAIL = inline_serializer(
+    "ErrorDetail",
+    {
+        "code": ErrorCodeField(),
+        "message": serializers.CharField(),
+        "fields": serializers.DictField(
+            child=serializers.ListField(child=serializers.CharField()),
+            required=False,
+            help_text="Only for `invalid`: each bad field with its messages.",
+        ),
+    },
+)
 
 
 class ErrorSerializer(serializers.Serializer):
     """Every failure of the API, with the HTTP status that names its kind."""
 
     success = Constant(0, "Failed")
-    error = ErrorDetailSerializer()
+    error = ERROR_DETAIL
 
 
 def answer(name: str, **fields: serializers.Field) -> serializers.Serializer:
@@ -623,6 +627,7 @@ def stored_properties(auto_schema: AutoSchema) -> Schema:
     properties = PropertiesSchema(api.PropertiesField()).map_serializer_field(
         auto_schema, "response"
     )
+    nullable: Schema
     if is_jsonschema_compliant():
         nullable = {"oneOf": [properties, {"type": "null"}]}
     else:
