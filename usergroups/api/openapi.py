@@ -128,26 +128,38 @@ class MappingSchema(FieldSchema):
         )
 
 
+#: How deep arrays in arrays are described item by item; deeper, any value.
+ARRAY_LEVELS = 3
+
+
 def json_object(component: str, description: str) -> Schema:
     """A JSON object no string of which (key or value, at any depth) holds a NUL, as
     :func:`usergroups.validators.validate_properties` has it. Under OpenAPI 3.1 a nested
-    object is the component itself; arrays are one level deep in the schema (client
-    generators cannot follow a recursive array), which the description covers."""
+    object is the component itself; an array is described ARRAY_LEVELS deep, items of
+    deeper ones are any value (client generators cannot follow a recursive array), which
+    the description covers."""
     if not is_jsonschema_compliant():
         return {"type": "object", "description": description, "additionalProperties": True}
     no_nul = {"type": "string", "pattern": NO_NUL}
     nested = {"$ref": f"#/components/schemas/{component}"}
-    scalars = [no_nul, {"type": "number"}, {"type": "boolean"}, {"type": "null"}, nested]
+    value: Schema = {}
+    for _level in range(ARRAY_LEVELS + 1):
+        array = {"type": "array", "items": value}
+        value = {
+            "oneOf": [
+                no_nul,
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "null"},
+                nested,
+                array,
+            ]
+        }
     return {
         "type": "object",
         "description": description,
         "propertyNames": no_nul,
-        "additionalProperties": {
-            "oneOf": [
-                *scalars,
-                {"type": "array", "items": {"oneOf": [*scalars, {"type": "array", "items": {}}]}},
-            ]
-        },
+        "additionalProperties": value,
     }
 
 
