@@ -129,7 +129,7 @@ class MappingSchema(FieldSchema):
 
 
 #: How deep arrays in arrays are described item by item; deeper, any value.
-ARRAY_LEVELS = 3
+ARRAY_LEVELS = 6
 
 
 def json_object(component: str, description: str) -> Schema:
