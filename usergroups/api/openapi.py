@@ -392,6 +392,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.views.UserGroupView": {
         "GET": {
             "operation_id": "get_or_create_user_group",
+            "answer": "The group, found or made; `new_user_group` says which.",
             "summary": "Get or create a user group",
             "description": "Returns the group of `user_group_id`, creating it if unknown. A "
             "known group is returned as stored, with the same token."
@@ -413,6 +414,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
         },
         "POST": {
             "operation_id": "rotate_user_group_token",
+            "answer": "The group with its new token.",
             "summary": "Rotate a user group token",
             "description": "Replaces the token; the old one stops working at once, and so "
             "does every embed token minted for the group. Scope: `rotate`, checked before "
@@ -426,6 +428,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
         },
         "PUT": {
             "operation_id": "update_user_group",
+            "answer": "The group as changed.",
             "summary": "Update a user group (extension)",
             "description": "Changes the group named by `user_group_id`: given fields replace "
             "stored ones (`properties: null` clears them, `parent_user_group_id: null` "
@@ -438,6 +441,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
         },
         "DELETE": {
             "operation_id": "delete_user_group",
+            "answer": "The group deleted.",
             "summary": "Delete a user group (extension)",
             "description": "Deletes the group named by `user_group_id` or holding "
             "`current_token` (exactly one of them); its token and embed tokens stop working "
@@ -463,6 +467,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.views.UserGroupListView": {
         "GET": {
             "operation_id": "list_user_groups",
+            "answer": "A page of the workspace's groups.",
             "summary": "List user groups (extension)",
             "description": "The workspace's groups, oldest first, without tokens; with "
             "`parent_user_group_id`, that group's direct children. Scope: `read`, checked "
@@ -485,6 +490,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.EmbedTokenView": {
         "POST": {
             "operation_id": "mint_embed_token",
+            "answer": "The new embed token.",
             "summary": "Mint an embed token",
             "description": "A short-lived JWT (compact JWS, EdDSA or ES256, at most "
             f"{MAX_TOKEN_BYTES} bytes) for the browser, instead of the group token. Claims: "
@@ -508,6 +514,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.EmbedTokenIntrospectView": {
         "POST": {
             "operation_id": "introspect_embed_token",
+            "answer": "Whether the token is active, and what it grants if it is.",
             "summary": "Introspect an embed token",
             "description": "Whether the token is active for this workspace, and what it "
             "grants. An expired, forged, malformed, revoked or another workspace's token, or "
@@ -536,6 +543,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.EmbedTokenRevokeView": {
         "POST": {
             "operation_id": "revoke_embed_tokens",
+            "answer": "The group whose embed tokens were revoked.",
             "summary": "Revoke a group's embed tokens",
             "description": "Every embed token minted so far for the group stops working at "
             "once, on every process; the group token stays. Tokens minted afterwards work. "
@@ -548,6 +556,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.JWKSView": {
         "GET": {
             "operation_id": "embed_token_jwks",
+            "answer": "The JWK Set.",
             "summary": "The JWK Set of embed tokens",
             "description": "The public keys (RFC 7517) that verify current embed tokens: the "
             "signing key, then those of the fallback secrets. Any JOSE library, or a service "
@@ -579,6 +588,14 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
 #: Request bodies that take exactly one of these fields.
 EXACTLY_ONE_OF: dict[type[serializers.Serializer], tuple[str, ...]] = {
     api.DeleteRequestSerializer: ("user_group_id", "current_token"),
+}
+
+#: What a request component says, where the serializer's docstring is a note for developers.
+REQUEST_DESCRIPTIONS: dict[type[serializers.Serializer], str] = {
+    api.RotateRequestSerializer: "The token to replace.",
+    embed.EmbedTokenRequestSerializer: "The embed token to judge.",
+    api.DeleteRequestSerializer: "The group to delete, named by exactly one of "
+    "`user_group_id` and `current_token`.",
 }
 
 _GROUP_ID = "$response.body#/user_group/provided_id"
@@ -673,11 +690,14 @@ class UserGroupAutoSchema(AutoSchema):
         request = self.get_request_serializer()
         if request is not None:
             component = self.resolve_serializer(request, "request")
-            fields = EXACTLY_ONE_OF.get(type(component.object)) or EXACTLY_ONE_OF.get(
-                request if isinstance(request, type) else type(request)
-            )
-            if fields and component.schema is not None:
-                component.schema["oneOf"] = [{"required": [name]} for name in fields]
+            shape = request if isinstance(request, type) else type(request)
+            if component.schema is not None:
+                if shape in EXACTLY_ONE_OF:
+                    component.schema["oneOf"] = [
+                        {"required": [name]} for name in EXACTLY_ONE_OF[shape]
+                    ]
+                if shape in REQUEST_DESCRIPTIONS:
+                    component.schema["description"] = REQUEST_DESCRIPTIONS[shape]
             if "requestBody" not in operation:
                 # drf-spectacular describes no body for GET or DELETE; these take one by
                 # design, in the shape it gives a PUT's body.
@@ -719,7 +739,12 @@ def _documented(view: type[APIView], operations: dict[str, Schema]) -> type[APIV
             summary=spec["summary"],
             description=spec["description"],
             request=spec["request"],
-            responses=spec["responses"],
+            responses={
+                status: answer
+                if isinstance(answer, OpenApiResponse)
+                else OpenApiResponse(answer, description=spec["answer"])
+                for status, answer in spec["responses"].items()
+            },
             parameters=spec.get("parameters", []),
             # OpenAPI 3.0 gives an apiKey security requirement no scopes: an extension
             # names the API key scopes (usergroups.scopes) the operation may need.
