@@ -53,21 +53,15 @@ NO_NUL = "^[^\\u0000]*$"
 GROUP_TOKEN_PATTERN = "^ugt_[A-Za-z0-9_-]{43}$"
 
 
-def text_schema(max_length: int = MAX_ID_LENGTH, *, allow_empty: bool = False) -> Schema:
-    """What :func:`usergroups.validators.check_text` accepts."""
-    return {
-        "type": "string",
-        "minLength": 0 if allow_empty else 1,
-        "maxLength": max_length,
-        "pattern": NO_NUL,
-    }
+def text_schema(max_length: int = MAX_ID_LENGTH) -> Schema:
+    """What :func:`usergroups.validators.check_text` accepts (not empty)."""
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NO_NUL}
 
 
-def constant(value: int | bool) -> Schema:
-    kind = "boolean" if isinstance(value, bool) else "integer"
+def constant(value: int) -> Schema:
     if is_jsonschema_compliant():
-        return {"type": kind, "const": value}
-    return {"type": kind, "enum": [value]}
+        return {"type": "integer", "const": value}
+    return {"type": "integer", "enum": [value]}
 
 
 def with_keys(schema: Schema, keys: Schema) -> Schema:
@@ -260,7 +254,7 @@ class Constant(serializers.Field):
     """A schema-only field: always ``value``; under OpenAPI 3.0, where it is an enum of
     one, the component ``name``."""
 
-    def __init__(self, value: int | bool, name: str, **kwargs: Any) -> None:
+    def __init__(self, value: int, name: str, **kwargs: Any) -> None:
         self.value, self.name = value, name
         super().__init__(**kwargs)
 
@@ -495,7 +489,8 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "description": "A short-lived JWT (compact JWS, EdDSA or ES256, at most "
             f"{MAX_TOKEN_BYTES} bytes) for the browser, instead of the group token. Claims: "
             "`iss`, `aud`, `sub` (the team_id), `iat`, `exp`, `jti`, `user_group_id`, `gen`, "
-            "and `resource`, `origin`, `params` when given. Writes nothing. Scope: `embed`, "
+            "and `resource`, `origin`, `params` when given; one that would be larger is 400 "
+            "`invalid` naming them. Writes nothing. Scope: `embed`, "
             "checked before the body is read.",
             "scopes": ["embed"],
             "request": embed.MintRequestSerializer,
