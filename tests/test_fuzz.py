@@ -8,6 +8,10 @@ API key and with bad ones. Every response goes through schemathesis' conformance
 Schemathesis sends the GET body (the schema gives get-or-create a ``requestBody`` by
 design); :func:`test_get_bodies_were_read` proves the server read them.
 
+:func:`test_schemathesis_run_with_its_stateful_phase` runs schemathesis' own command line,
+every phase (stateful included, following the schema's OpenAPI links), with every check:
+no failure and no warning (a warning fails the run).
+
 gunicorn runs with ``--limit-request-line 0``: by default it answers a request line over
 4094 bytes itself, with an HTML 414, before the app sees it. That limit belongs to the
 front end (gunicorn, nginx), not to the app's contract, which is what is fuzzed here.
@@ -15,7 +19,13 @@ front end (gunicorn, nginx), not to the app's contract, which is what is fuzzed 
 
 import collections
 import json
+import os
 import random
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -29,6 +39,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from tests.support import ROOT
 from tests.support.deployment import manage, server_env
 from tests.support.gunicorn import Gunicorn
 from tests.support.leaks import SECRET_SHAPE
@@ -286,3 +297,72 @@ def test_totals(live, schema):
     if SENT[("tests",)] < full_run:
         return
     assert ran >= MIN_REQUESTS
+
+
+#: Examples per operation and phase of the command-line run: about a minute here.
+CLI_EXAMPLES = 30
+#: A fixed seed keeps CI's run the same each time; USERGROUPS_FUZZ_SEED picks another.
+CLI_SEED = 2026
+#: The group every valid ``parent_user_group_id`` of the command-line run names.
+FUZZ_PARENT = "fuzz-parent"
+
+
+def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
+    """``schemathesis run`` against the served schema: all phases and checks, stateful
+    testing through the links from get-or-create. The schema states what the API
+    checks, so valid data is accepted (positive_data_acceptance) and invalid refused;
+    a warning ("most generated requests are rejected by validation the schema does not
+    state", "no links point to this operation"...) fails the run (``fail-on``).
+    tests/support/schemathesis_hooks.py says what no schema can state."""
+    request = urllib.request.Request(
+        f"{live.base_url}/api/user",
+        data=json.dumps({"user_group_id": FUZZ_PARENT}).encode(),
+        headers={**auth_header(live.keys["valid"]), "Content-Type": "application/json"},
+        method="GET",
+    )
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as answer:
+        assert answer.status == 200
+    config = tmp_path / "schemathesis.toml"
+    config.write_text("[warnings]\nfail-on = true\n")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SCHEMATHESIS_")},
+        "PYTHONPATH": str(ROOT),
+        "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
+        "USERGROUPS_FUZZ_PARENT": FUZZ_PARENT,
+        "NO_PROXY": "*",
+    }
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "schemathesis"),
+            "--no-color",
+            "--config-file",
+            str(config),
+            "run",
+            f"{live.base_url}/api/schema/?format=json",
+            "--header",
+            f"Authorization: Token {live.keys['valid']}",
+            "--phases",
+            "examples,coverage,fuzzing,stateful",
+            "--checks",
+            "all",
+            "--max-examples",
+            str(CLI_EXAMPLES),
+            "--workers",
+            "1",
+            "--seed",
+            os.environ.get("USERGROUPS_FUZZ_SEED", str(CLI_SEED)),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=480,
+    )
+    output = done.stdout + done.stderr
+    print(output[-3000:])
+    assert done.returncode == 0, output[-8000:]
+    assert "WARNINGS" not in output and "No issues found" in output, output[-8000:]
+    links = re.search(r"API Links:\s+(\d+) covered / (\d+) selected / (\d+) total", output)
+    assert links is not None, output[-8000:]
+    covered, selected, total = map(int, links.groups())
+    assert covered == selected == total >= 4, links.group(0)

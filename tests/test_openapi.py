@@ -1,19 +1,23 @@
 """The OpenAPI schema the package ships (through drf-spectacular) and the example serves."""
 
+import re
+
 import pytest
 import yaml
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
-from usergroups.api.embed_openapi import EMBED_OPERATIONS
 from usergroups.api.embed_views import (
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
     EmbedTokenView,
     JWKSView,
 )
-from usergroups.api.openapi import LIST_OPERATION, OPERATIONS
+from usergroups.api.openapi import OPERATIONS
 from usergroups.api.views import UserGroupListView, UserGroupView
+
+VIEWS = "usergroups.api.views."
+EMBED_VIEWS = "usergroups.api.embed_views."
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +29,29 @@ def schema():
 
 def operation(schema, method):
     return schema["paths"]["/api/user"][method]
+
+
+def resolved(schema, node):
+    """``node`` with its ``$ref`` followed (components are referenced, not repeated)."""
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def body(schema, described):
+    return resolved(schema, described["requestBody"]["content"]["application/json"]["schema"])
+
+
+def answer(schema, described, status="200"):
+    content = described["responses"][status]["content"]["application/json"]["schema"]
+    return resolved(schema, content)
+
+
+def nullable(node):
+    """Whether a property takes null, as OpenAPI 3.0 or 3.1 says it."""
+    if node.get("nullable") or "null" in node.get("type", []):
+        return True
+    return any(nullable(option) for option in node.get("oneOf", []))
 
 
 def test_paths_are_written_as_the_docs_write_them(schema):
@@ -47,9 +74,9 @@ def test_both_operations_are_described(schema):
 
 def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
     get = operation(schema, "get")
-    body = get["requestBody"]["content"]["application/json"]["schema"]
-    assert body["required"] == ["user_group_id"]
-    assert body["properties"]["user_group_id"]["maxLength"] == 255
+    request = body(schema, get)
+    assert request["required"] == ["user_group_id"]
+    assert request["properties"]["user_group_id"]["maxLength"] == 255
     assert {p["name"] for p in get["parameters"]} == {
         "user_group_id",
         "name",
@@ -74,25 +101,25 @@ def test_every_response_is_described(schema, method, statuses):
     for status, response in responses.items():
         content = response["content"]["application/json"]["schema"]
         if status != "200":
-            assert content["properties"]["error"]["required"] == ["code", "message"]
+            assert content == {"$ref": "#/components/schemas/Error"}
+            error = resolved(schema, resolved(schema, content)["properties"]["error"])
+            assert error["required"] == ["code", "message"]
 
 
 def test_the_hierarchy_is_described(schema):
     get, put, delete = (operation(schema, method) for method in ("get", "put", "delete"))
-    group = get["responses"]["200"]["content"]["application/json"]["schema"]
-    shown = group["properties"]["user_group"]["properties"]
+    group = resolved(schema, answer(schema, get)["properties"]["user_group"])
+    shown = group["properties"]
     assert {"parent_user_group_id", "computed_properties", "computed_mapping"} <= set(shown)
     for method in (get, put):
-        body = method["requestBody"]["content"]["application/json"]["schema"]
-        assert body["properties"]["parent_user_group_id"]["nullable"] is True
-    deleted = delete["responses"]["200"]["content"]["application/json"]["schema"]
+        assert nullable(body(schema, method)["properties"]["parent_user_group_id"])
+    deleted = answer(schema, delete)
     assert deleted["properties"]["deleted_count"]["type"] == "integer"
-    body = delete["requestBody"]["content"]["application/json"]["schema"]
-    assert body["properties"]["cascade"]["type"] == "boolean"
+    assert body(schema, delete)["properties"]["cascade"]["type"] == "boolean"
     listing = schema["paths"]["/api/user/list"]["get"]
     assert "parent_user_group_id" in {p["name"] for p in listing["parameters"]}
-    listed = listing["responses"]["200"]["content"]["application/json"]["schema"]
-    assert "parent_user_group_id" in listed["properties"]["user_groups"]["items"]["required"]
+    listed = resolved(schema, answer(schema, listing)["properties"]["user_groups"]["items"])
+    assert "parent_user_group_id" in listed["required"]
 
 
 def test_list_describes_its_failures(schema):
@@ -101,8 +128,8 @@ def test_list_describes_its_failures(schema):
 
 
 def test_new_error_codes_are_listed(schema):
-    codes = schema["paths"]["/api/user"]["get"]["responses"]["503"]["content"]
-    codes = codes["application/json"]["schema"]["properties"]["error"]["properties"]["code"]
+    error = answer(schema, schema["paths"]["/api/user"]["get"], "503")
+    codes = resolved(schema, resolved(schema, error["properties"]["error"])["properties"]["code"])
     assert {"length_required", "service_unavailable"} <= set(codes["enum"])
 
 
@@ -161,60 +188,62 @@ def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, me
         assert f"`{scope}`" in described["description"]
     forbidden = described["responses"]["403"]
     assert "permission_denied" in forbidden["description"]
-    codes = forbidden["content"]["application/json"]["schema"]["properties"]["error"]
-    assert "permission_denied" in codes["properties"]["code"]["enum"]
+    error = resolved(schema, answer(schema, described, "403")["properties"]["error"])
+    assert "permission_denied" in resolved(schema, error["properties"]["code"])["enum"]
 
 
 def test_the_documented_scopes_are_the_ones_the_views_check():
     """x-scopes of PUT, DELETE, POST and the list are the scopes HasScope checks; GET of
     /api/user, checked by the service, may need either of its two."""
     for method, scope in UserGroupView.required_scopes.items():
-        assert OPERATIONS[method]["scopes"] == [scope]
+        assert OPERATIONS[VIEWS + "UserGroupView"][method]["scopes"] == [scope]
     assert "GET" not in UserGroupView.required_scopes
-    assert LIST_OPERATION["scopes"] == [UserGroupListView.required_scopes["GET"]]
+    listing = OPERATIONS[VIEWS + "UserGroupListView"]["GET"]
+    assert listing["scopes"] == [UserGroupListView.required_scopes["GET"]]
 
 
 # Embed tokens (CONTRACT section 6) ---------------------------------------------------------
 
 EMBED_PATHS = {
-    "/api/user/embed-token": (EmbedTokenView, "mint"),
-    "/api/user/embed-token/introspect": (EmbedTokenIntrospectView, "introspect"),
-    "/api/user/embed-token/revoke": (EmbedTokenRevokeView, "revoke"),
+    "/api/user/embed-token": (EmbedTokenView, "MintRequest"),
+    "/api/user/embed-token/introspect": (EmbedTokenIntrospectView, "EmbedTokenRequest"),
+    "/api/user/embed-token/revoke": (EmbedTokenRevokeView, "RevokeRequest"),
 }
 
 
 def test_the_embed_operations_are_described(schema):
-    for path, (view, name) in EMBED_PATHS.items():
+    for path, (view, component) in EMBED_PATHS.items():
         post = schema["paths"][path]["post"]
-        assert post["operationId"] == EMBED_OPERATIONS[name]["operation_id"]
+        described = OPERATIONS[EMBED_VIEWS + view.__name__]["POST"]
+        assert post["operationId"] == described["operation_id"]
         assert post["security"] == [{"TokenAuth": []}]
         assert set(post["responses"]) >= {"200", "400", "401", "403"}
         assert view.required_scopes == {"POST": "embed"}
-        body = post["requestBody"]["content"]["application/json"]["schema"]
-        assert body == EMBED_OPERATIONS[name]["request"]
+        request = post["requestBody"]["content"]["application/json"]["schema"]
+        assert request == {"$ref": f"#/components/schemas/{component}"}
     assert set(schema["paths"]["/api/user/embed-token"]["post"]["responses"]) >= {"404"}
     assert set(schema["paths"]["/api/user/embed-token/revoke"]["post"]["responses"]) >= {"404"}
 
 
 def test_the_mint_answer_and_request_are_the_contracts(schema):
     post = schema["paths"]["/api/user/embed-token"]["post"]
-    answer = post["responses"]["200"]["content"]["application/json"]["schema"]
-    assert set(answer["required"]) == {
+    assert set(answer(schema, post)["required"]) == {
         "success",
         "embed_token",
         "expires_in",
         "expires_at",
         "user_group",
     }
-    body = post["requestBody"]["content"]["application/json"]["schema"]
-    assert set(body["properties"]) == {
+    request = body(schema, post)
+    assert set(request["properties"]) == {
         "user_group_id",
         "resource",
         "origin",
         "expires_in",
         "params",
     }
-    assert body["properties"]["expires_in"]["minimum"] == 30
+    assert request["properties"]["expires_in"]["minimum"] == 30
+    assert request["properties"]["expires_in"]["maximum"] == 86400
 
 
 def test_the_jwk_set_needs_no_key(schema):
@@ -222,3 +251,157 @@ def test_the_jwk_set_needs_no_key(schema):
     assert set(jwks) == {"get"}
     assert jwks["get"]["security"] == [{}] and jwks["get"]["x-scopes"] == []
     assert JWKSView.authentication_classes == []
+
+
+# Components, constraints and links (issue 23) ---------------------------------------------
+
+SHARED = {"Error", "ErrorDetail", "ErrorCode", "UserGroup", "EmbedGroup", "Mapping", "Properties"}
+
+
+def test_every_body_and_answer_is_a_component(schema):
+    """Paths hold references only: each shape is written once, under components."""
+    for path, item in schema["paths"].items():
+        for method, described in item.items():
+            contents = [described.get("requestBody", {}).get("content", {})] + [
+                response.get("content", {}) for response in described["responses"].values()
+            ]
+            for content in contents:
+                for media in content.values():
+                    assert set(media["schema"]) == {"$ref"}, (path, method, media["schema"])
+    assert SHARED <= set(schema["components"]["schemas"])
+
+
+def test_the_error_envelope_is_one_component_used_by_every_failure(schema):
+    refs = {
+        response["content"]["application/json"]["schema"]["$ref"]
+        for item in schema["paths"].values()
+        for described in item.values()
+        for status, response in described["responses"].items()
+        if not status.startswith("2")
+    }
+    assert refs == {"#/components/schemas/Error"}
+
+
+def test_delete_takes_exactly_one_of_id_and_token(schema):
+    request = body(schema, operation(schema, "delete"))
+    assert request["oneOf"] == [{"required": ["user_group_id"]}, {"required": ["current_token"]}]
+
+
+def test_the_validators_rules_are_stated(schema):
+    components = schema["components"]["schemas"]
+    user_group_id = components["GetOrCreateRequest"]["properties"]["user_group_id"]
+    assert (user_group_id["minLength"], user_group_id["maxLength"]) == (1, 255)
+    assert re.fullmatch(user_group_id["pattern"].replace("\\u0000", "\\x00"), "a\x00b") is None
+    mapping = components["Mapping"]
+    assert mapping["maxProperties"] == 1000
+    assert mapping["propertyNames"]["minLength"] == 1  # OpenAPI 3.1 in the example project
+    listing = {
+        p["name"]: p["schema"] for p in schema["paths"]["/api/user/list"]["get"]["parameters"]
+    }
+    assert (listing["page_size"]["minimum"], listing["page_size"]["maximum"]) == (1, 500)
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://example.com",
+        "HTTP://Example.COM:8080",
+        "http://a.b-c.d:1",
+        "http://[::1]:65535",
+        "http://x:00080",
+        "http://x:0",
+        "http://x:65536",
+        "http://x:123456",
+        "https://example.com/",
+        "https://-bad.com",
+        "ftp://example.com",
+        "https://exa mple.com",
+        "https://" + "a" * 64 + ".com",
+    ],
+)
+def test_the_origin_pattern_is_the_validators(schema, origin):
+    from usergroups.embed.origins import normalize_origin
+
+    described = schema["components"]["schemas"]["MintRequest"]["properties"]["origin"]
+    assert (re.fullmatch(described["pattern"], origin) is not None) == (
+        normalize_origin(origin) is not None
+    )
+
+
+def test_get_or_create_links_to_the_operations_that_take_its_token_or_id(schema):
+    links = operation(schema, "get")["responses"]["200"]["links"]
+    targets = {link["operationId"] for link in links.values()}
+    assert {
+        "rotate_user_group_token",
+        "update_user_group",
+        "delete_user_group",
+        "mint_embed_token",
+    } <= targets
+    operation_ids = {
+        described["operationId"] for item in schema["paths"].values() for described in item.values()
+    }
+    assert targets <= operation_ids
+    assert links["RotateToken"]["requestBody"] == {
+        "current_token": "$response.body#/user_group/token"
+    }
+
+
+def test_a_host_view_using_the_apps_authentication_is_documented_without_warnings(capsys):
+    """A host's own view that takes group tokens, embed tokens or API keys names each
+    security scheme, and drf-spectacular warns of nothing."""
+    from django.urls import path
+    from drf_spectacular.types import OpenApiTypes
+    from drf_spectacular.utils import extend_schema
+    from rest_framework.response import Response
+    from rest_framework.views import APIView
+
+    from usergroups.auth.api_key import APIKeyAuthentication
+    from usergroups.auth.embed import EmbedTokenAuthentication
+    from usergroups.auth.group_token import GroupTokenAuthentication
+    from usergroups.auth.permissions import HasGroupToken
+
+    class SalesView(APIView):
+        authentication_classes = [
+            EmbedTokenAuthentication,
+            GroupTokenAuthentication,
+            APIKeyAuthentication,
+        ]
+        permission_classes = [HasGroupToken]
+
+        @extend_schema(responses={200: OpenApiTypes.OBJECT})
+        def get(self, request):
+            return Response({"total": 1})
+
+    capsys.readouterr()
+    document = SchemaGenerator(patterns=[path("sales/", SalesView.as_view())]).get_schema(
+        request=None, public=True
+    )
+    validate_schema(document)
+    assert capsys.readouterr().err == ""
+    assert document["paths"]["/sales/"]["get"]["security"] == [
+        {"EmbedAuth": []},
+        {"GroupTokenAuth": []},
+        {"TokenAuth": []},
+    ]
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["GroupTokenAuth"]["description"].startswith("`GroupToken <group token>`")
+    assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")
+
+
+def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
+    """drf-spectacular's default version is 3.0, which cannot state the rules on keys
+    (``propertyNames``) nor constants (``const``): they stay in words and enums there."""
+    from drf_spectacular.views import SpectacularJSONAPIView
+
+    capsys.readouterr()
+    view = SpectacularJSONAPIView.as_view(custom_settings={"OAS_VERSION": "3.0.3"})
+    document = view(rf.get("/api/schema/")).data
+    assert capsys.readouterr().err == ""
+    assert document["openapi"] == "3.0.3"
+    validate_schema(document)
+    components = document["components"]["schemas"]
+    assert "propertyNames" not in components["Mapping"]
+    assert components["Mapping"]["maxProperties"] == 1000
+    assert components["Succeeded"] == {"type": "integer", "enum": [1]}
+    stored = components["UserGroup"]["properties"]["properties"]
+    assert stored["nullable"] is True

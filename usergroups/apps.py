@@ -12,4 +12,4 @@ class UserGroupsConfig(AppConfig):
         from usergroups import checks  # noqa: F401  (registers the system checks)
 
         if importlib.util.find_spec("drf_spectacular") is not None:
-            from usergroups.api import embed_openapi as embed_openapi
+            from usergroups.api import openapi  # noqa: F401  (registers the extensions)

@@ -1,352 +1,675 @@
-"""OpenAPI 3 description of ``/api/user`` for drf-spectacular.
+"""OpenAPI 3 description of the app's API for drf-spectacular, generated from its serializers.
 
-Loaded by the app only when drf-spectacular is installed, so the app itself does not
-depend on it. Schemas are written out by hand: they are the contract, not a guess
-from serializers.
+Loaded by the app only when drf-spectacular is installed (the ``openapi`` extra), so the
+app itself does not depend on it; it imports no view (targets are dotted names). Every
+shared shape is one component: the error envelope, the group shapes, the request bodies
+and the answers, referenced by ``$ref``. The rules the validators enforce are stated
+here as JSON Schema, so that a client or a fuzzer knows what the API accepts:
+
+* the field extensions say what the app's custom serializer fields take;
+* :data:`OPERATIONS` gives each operation its request, answers, scopes and links;
+* :class:`UserGroupAutoSchema` adds what drf-spectacular does not describe by itself:
+  a body on GET and DELETE, "exactly one of" rules (``oneOf``), ``x-scopes``, links.
+
+Under OpenAPI 3.1 (``SPECTACULAR_SETTINGS["OAS_VERSION"]``) the schema also names the
+rules 3.0 cannot state: the keys of mappings and properties (``propertyNames``) and
+constants (``const``).
 """
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiViewExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerFieldExtension,
+    OpenApiViewExtension,
+)
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import ComponentRegistry
+from drf_spectacular.plumbing import (
+    ComponentRegistry,
+    ResolvedComponent,
+    is_jsonschema_compliant,
+)
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
+    extend_schema,
+    inline_serializer,
 )
+from rest_framework import serializers
 from rest_framework.views import APIView
 
-from usergroups.api.views import UserGroupListView, UserGroupView
+from usergroups.api import embed_serializers as embed
+from usergroups.api import serializers as api
+from usergroups.conf import usergroups_settings
+from usergroups.embed.origins import MAX_ORIGIN_LENGTH
+from usergroups.embed.tokens import MAX_TOKEN_BYTES
 from usergroups.validators import MAX_ID_LENGTH
 
 Schema = dict[str, Any]
 
-TEXT: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH}
-TOKEN: Schema = {"type": "string", "pattern": "^ugt_[A-Za-z0-9_-]{43}$"}
-MAPPING: Schema = {
-    "type": "object",
-    "description": "Schema id to data source id. An integer data source id is taken as its decimal string.",
-    "additionalProperties": {"oneOf": [TEXT, {"type": "integer"}]},
-}
-PROPERTIES: Schema = {
-    "type": "object",
-    "nullable": True,
-    "description": "Free-form properties: at most 64 KiB as JSON, nested at most 32 deep.",
-    "additionalProperties": True,
-}
-PARENT: Schema = {
-    **TEXT,
-    "nullable": True,
-    "description": "The `user_group_id` of the parent group, in the same workspace. The "
-    "group inherits its ancestors' properties and mapping. Unknown, a cycle, or deeper "
-    "than MAX_HIERARCHY_DEPTH (default 5) levels: 400 `invalid`.",
-}
-GET_OR_CREATE_REQUEST: Schema = {
-    "type": "object",
-    "required": ["user_group_id"],
-    "properties": {
-        "user_group_id": {
-            **TEXT,
-            "description": "The caller's id of the group, unique per workspace.",
-        },
-        "name": {"type": "string", "maxLength": MAX_ID_LENGTH, "nullable": True},
-        "mapping": {**MAPPING, "nullable": True},
-        "properties": PROPERTIES,
-        "parent_user_group_id": {
-            **PARENT,
-            "description": "Read on create only. " + PARENT["description"],
-        },
-    },
-}
-ROTATE_REQUEST: Schema = {
-    "type": "object",
-    "required": ["current_token"],
-    "properties": {"current_token": {"type": "string", "minLength": 1, "maxLength": MAX_ID_LENGTH}},
-}
-ROTATED_GROUP: Schema = {
-    "type": "object",
-    "required": ["team_id", "token", "name", "provided_id"],
-    "properties": {
-        "team_id": {"type": "integer"},
-        "token": TOKEN,
-        "name": {"type": "string"},
-        "provided_id": {"type": "string"},
-    },
-}
-PARENT_ID: Schema = {
-    "type": "string",
-    "nullable": True,
-    "description": "The parent's `user_group_id`; null for a group at the top.",
-}
-GROUP: Schema = {
-    "type": "object",
-    "required": [
-        *ROTATED_GROUP["required"],
-        "properties",
-        "mapping",
-        "parent_user_group_id",
-        "computed_properties",
-        "computed_mapping",
-    ],
-    "properties": {
-        **ROTATED_GROUP["properties"],
-        "properties": PROPERTIES,
-        "mapping": {"type": "object", "additionalProperties": {"type": "string"}},
-        "parent_user_group_id": PARENT_ID,
-        "computed_properties": {
-            "type": "object",
-            "additionalProperties": True,
-            "description": "The ancestors' properties merged from the root down, then the "
-            "group's own; a top-level key of a deeper group wins.",
-        },
-        "computed_mapping": {
-            "type": "object",
-            "additionalProperties": {"type": "string"},
-            "description": "The ancestors' mappings merged from the root down, then the "
-            "group's own; a schema id mapped by a deeper group wins.",
-        },
-    },
-}
+#: Text the database stores as given: no NUL (check_text; lone surrogates cannot be
+#: written in UTF-8 JSON text that a client sends).
+NO_NUL = "^[^\\u0000]*$"
+GROUP_TOKEN_PATTERN = "^ugt_[A-Za-z0-9_-]{43}$"
+
+
+def text_schema(max_length: int = MAX_ID_LENGTH) -> Schema:
+    """What :func:`usergroups.validators.check_text` accepts (not empty)."""
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NO_NUL}
+
+
+def constant(value: int) -> Schema:
+    if is_jsonschema_compliant():
+        return {"type": "integer", "const": value}
+    return {"type": "integer", "enum": [value]}
+
+
+def with_keys(schema: Schema, keys: Schema) -> Schema:
+    """``schema``, an object, whose keys follow ``keys`` where the OpenAPI version can say so."""
+    if is_jsonschema_compliant():
+        return {**schema, "propertyNames": keys}
+    return schema
+
+
+# Field extensions: the app's custom serializer fields -------------------------------------
+
+
+class FieldSchema(OpenApiSerializerFieldExtension):
+    """A field of the app whose schema :meth:`schema` gives, optionally as a component."""
+
+    component: str | None = None
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        raise NotImplementedError
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> Schema:
+        if self.component is None:
+            return self.schema(auto_schema)
+        component = ResolvedComponent(
+            name=self.component,
+            type=ResolvedComponent.SCHEMA,
+            object=self.component,
+            schema=self.schema(auto_schema),
+        )
+        auto_schema.registry.register_on_missing(component)
+        return component.ref
+
+
+class StrictCharSchema(FieldSchema):
+    target_class = "usergroups.api.serializers.StrictCharField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        # For allow_blank, drf-spectacular adds the empty string as the other of a oneOf.
+        return text_schema(self.target.max_length or MAX_ID_LENGTH)
+
+
+class MappingSchema(FieldSchema):
+    target_class = "usergroups.api.serializers.MappingField"
+    component = "Mapping"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        text = text_schema()
+        return with_keys(
+            {
+                "type": "object",
+                "description": "Schema id to data source id, each a non-empty string of at "
+                f"most {MAX_ID_LENGTH} characters without NUL; an integer data source id is "
+                "taken as its decimal string.",
+                "maxProperties": usergroups_settings.MAX_MAPPING_ENTRIES,
+                "additionalProperties": {"oneOf": [text, {"type": "integer"}]},
+            },
+            text,
+        )
+
+
+#: How deep arrays in arrays are described item by item; deeper, any value.
+ARRAY_LEVELS = 6
+
+
+def json_object(component: str, description: str) -> Schema:
+    """A JSON object no string of which (key or value, at any depth) holds a NUL, as
+    :func:`usergroups.validators.validate_properties` has it. Under OpenAPI 3.1 a nested
+    object is the component itself; an array is described ARRAY_LEVELS deep, items of
+    deeper ones are any value (client generators cannot follow a recursive array), which
+    the description covers."""
+    if not is_jsonschema_compliant():
+        return {"type": "object", "description": description, "additionalProperties": True}
+    no_nul = {"type": "string", "pattern": NO_NUL}
+    nested = {"$ref": f"#/components/schemas/{component}"}
+    value: Schema = {}
+    for _level in range(ARRAY_LEVELS + 1):
+        array = {"type": "array", "items": value}
+        value = {
+            "oneOf": [
+                no_nul,
+                {"type": "number"},
+                {"type": "boolean"},
+                {"type": "null"},
+                nested,
+                array,
+            ]
+        }
+    return {
+        "type": "object",
+        "description": description,
+        "propertyNames": no_nul,
+        "additionalProperties": value,
+    }
+
+
+class PropertiesSchema(FieldSchema):
+    target_class = "usergroups.api.serializers.PropertiesField"
+    component = "Properties"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return json_object(
+            self.component,
+            "Free-form properties: a JSON object of at most "
+            f"{usergroups_settings.MAX_PROPERTIES_BYTES} bytes as compact JSON, nested at "
+            f"most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep; no string in it holds a NUL.",
+        )
+
+
+class ParamsSchema(FieldSchema):
+    target_class = "usergroups.api.embed_serializers.ParamsField"
+    component = "Params"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return json_object(
+            self.component,
+            "Locked variables, laid over the group's computed properties (a top-level key "
+            f"of `params` wins); at most {embed.MAX_PARAMS_BYTES} bytes as compact JSON, "
+            f"nested at most {usergroups_settings.MAX_PROPERTIES_DEPTH} deep.",
+        )
+
+
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+# A port from 1 to 65535 in at most 5 digits, leading zeros allowed (normalize_origin).
+_PORT = "|".join(
+    [
+        "[1-9]",
+        "0[1-9]|[1-9][0-9]",
+        "00[1-9]|0[1-9][0-9]|[1-9][0-9]{2}",
+        "000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3}",
+        "0000[1-9]|000[1-9][0-9]|00[1-9][0-9]{2}|0[1-9][0-9]{3}|[1-5][0-9]{4}",
+        "6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]",
+    ]
+)
+ORIGIN_PATTERN = (
+    f"^[Hh][Tt][Tt][Pp][Ss]?://(?:{_LABEL}(?:\\.{_LABEL})*|\\[[0-9A-Fa-f:.]+\\])(?::(?:{_PORT}))?$"
+)
+
+
+class OriginSchema(FieldSchema):
+    target_class = "usergroups.api.embed_serializers.OriginField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "maxLength": MAX_ORIGIN_LENGTH,
+            "pattern": ORIGIN_PATTERN,
+            "description": "The web origin `http(s)://host[:port]` the token is locked to, "
+            "nothing after it; kept lowercased, without the scheme's default port. A token "
+            "minted without one is valid from any origin.",
+        }
+
+
+class ExpiresInSchema(FieldSchema):
+    target_class = "usergroups.api.embed_serializers.ExpiresInField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "integer",
+            "minimum": embed.MIN_EXPIRES_IN,
+            "maximum": usergroups_settings.EMBED_TOKEN_MAX_SECONDS,
+            "description": "Seconds the token lives, up to EMBED_TOKEN_MAX_SECONDS; default "
+            f"EMBED_TOKEN_SECONDS ({usergroups_settings.EMBED_TOKEN_SECONDS}).",
+        }
+
+
+class EmbedTokenSchema(FieldSchema):
+    target_class = "usergroups.api.embed_serializers.EmbedTokenField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "pattern": NO_NUL,
+            "description": "Any string: a malformed or expired one is just inactive.",
+        }
+
+
+class GroupTokenSchema(FieldSchema):
+    target_class = "usergroups.api.serializers.TokenField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "pattern": GROUP_TOKEN_PATTERN,
+            "description": "The group's current token: the long-lived secret of the caller's "
+            "backend, never for a browser.",
+        }
+
+
+class Constant(serializers.Field):
+    """A schema-only field: always ``value``; under OpenAPI 3.0, where it is an enum of
+    one, the component ``name``."""
+
+    def __init__(self, value: int, name: str, **kwargs: Any) -> None:
+        self.value, self.name = value, name
+        super().__init__(**kwargs)
+
+
+class ConstantSchema(OpenApiSerializerFieldExtension):
+    target_class = Constant
+
+    def get_name(self) -> str | None:
+        # A named enum is not hoisted into a component of drf-spectacular's naming.
+        return None if is_jsonschema_compliant() else self.target.name
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> Schema:
+        return constant(self.target.value)
+
+
+# The error envelope, defined once -----------------------------------------------------------
+
 ERROR_CODES = [
     "parse_error", "invalid", "not_authenticated", "authentication_failed", "permission_denied",
     "not_found", "method_not_allowed", "conflict", "length_required", "request_too_large",
     "unsupported_media_type", "throttled", "service_unavailable", "token_unavailable",
 ]  # fmt: skip
-ERROR: Schema = {
-    "type": "object",
-    "required": ["success", "error"],
-    "properties": {
-        "success": {"type": "integer", "enum": [0]},
-        "error": {
-            "type": "object",
-            "required": ["code", "message"],
-            "properties": {
-                "code": {"type": "string", "enum": ERROR_CODES},
-                "message": {"type": "string"},
-                "fields": {
-                    "type": "object",
-                    "description": "Only for `invalid`: each bad field with its messages.",
-                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        },
+
+
+class ErrorCodeField(serializers.CharField):
+    """Schema-only: the ``code`` of a failure."""
+
+
+class ErrorCodeSchema(OpenApiSerializerFieldExtension):
+    target_class = ErrorCodeField
+
+    def get_name(self) -> str:
+        return "ErrorCode"
+
+    def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> Schema:
+        return {"type": "string", "enum": ERROR_CODES}
+
+
+#: What went wrong: a code to act on, a message to show, and for ``invalid`` each bad field
+#: with its messages. (Made by inline_serializer: a field named ``fields`` would shadow the
+#: attribute of a declared serializer class.)
+ERROR_DETAIL = inline_serializer(
+    "ErrorDetail",
+    {
+        "code": ErrorCodeField(),
+        "message": serializers.CharField(),
+        "fields": serializers.DictField(
+            child=serializers.ListField(child=serializers.CharField()),
+            required=False,
+            help_text="Only for `invalid`: each bad field with its messages.",
+        ),
     },
+)
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every failure of the API, with the HTTP status that names its kind."""
+
+    success = Constant(0, "Failed")
+    error = ERROR_DETAIL
+
+
+def answer(name: str, **fields: serializers.Field) -> serializers.Serializer:
+    """A success answer: ``{"success": 1, ...}`` around the app's own shapes."""
+    return inline_serializer(name, {"success": Constant(1, "Succeeded"), **fields})
+
+
+ERROR_DESCRIPTIONS = {
+    400: "`parse_error` (not JSON, not an object, nested too deep) or `invalid` (a bad "
+    "field, or a query parameter that is not percent-encoded UTF-8): `fields` names each.",
+    401: "`not_authenticated` (no header; `WWW-Authenticate: Token`) or "
+    "`authentication_failed` (bad, revoked or expired key).",
+    403: "`permission_denied`: the API key lacks the scope this operation needs "
+    "(`x-scopes`); the message names it, and nothing changes.",
+    404: "`not_found`: the token or id is not a current one of this workspace.",
+    405: "`method_not_allowed`.",
+    409: '`conflict`: the group has child groups; send `"cascade": true` to delete them with it.',
+    411: "`length_required`: a chunked body this server cannot read; send Content-Length.",
+    413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
+    415: "`unsupported_media_type`: a body that is not JSON.",
+    429: "`throttled`: over the per-key rate; see Retry-After.",
+    503: "`service_unavailable`: the database failed mid-request (connection lost, lock "
+    "timeout); try again after Retry-After seconds. Where a token is shown, also "
+    "`token_unavailable`: it was sealed with a secret this server no longer has.",
 }
+#: What every operation that reads a body with an API key may answer.
+KEYED = (400, 401, 403, 411, 413, 415, 429, 503)
 
 
-def _errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    described = {
-        400: "`parse_error` (not JSON, not an object, too deep) or `invalid` (a bad field, "
-        "or a query parameter that is not percent-encoded UTF-8).",
-        401: "`not_authenticated` (no header) or `authentication_failed` (bad, revoked or expired key).",
-        403: "`permission_denied`: the API key lacks the scope this operation needs "
-        "(`x-scopes`); the message names it, and nothing changes.",
-        404: "`not_found`: the token is not a current token of this workspace.",
-        405: "`method_not_allowed`.",
-        409: '`conflict`: the group has child groups; send `"cascade": true` to delete '
-        "them with it.",
-        411: "`length_required`: a chunked body this server cannot read; send Content-Length.",
-        413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
-        415: "`unsupported_media_type`: a body that is not JSON.",
-        429: "`throttled`: over the per-key rate; see Retry-After.",
-        503: "`service_unavailable`: the database failed mid-request (connection lost, lock "
-        "timeout); try again after Retry-After seconds. Where a token is shown, also "
-        "`token_unavailable`: it was sealed with a secret this server no longer has.",
-    }
-    return {status: OpenApiResponse(ERROR, description=described[status]) for status in statuses}
-
-
-QUERY_PARAMETERS = [
-    OpenApiParameter("user_group_id", str, description="Used only when the body is empty."),
-    OpenApiParameter("name", str, description="Used only when the body is empty."),
-    OpenApiParameter("mapping", str, description="JSON text; used only when the body is empty."),
-    OpenApiParameter("properties", str, description="JSON text; used only when the body is empty."),
-    OpenApiParameter("parent_user_group_id", str, description="Used only when the body is empty."),
-]
-
-
-OPERATIONS: dict[str, Schema] = {
-    "GET": {
-        "operation_id": "get_or_create_user_group",
-        "summary": "Get or create a user group",
-        "description": "Returns the group of `user_group_id`, creating it if unknown. "
-        "A known group is returned as stored, with the same token.",
-        "scopes": ["read", "write"],
-        "scope_note": "Scope: `read` to get an existing group, `write` to create one. The "
-        "scope is checked after the body is validated; a key without `write` creates "
-        "nothing (403 naming `write`).",
-        "request": GET_OR_CREATE_REQUEST,
-        "parameters": QUERY_PARAMETERS,
-        "responses": {
-            200: {
-                "type": "object",
-                "required": ["success", "new_user_group", "user_group"],
-                "properties": {
-                    "success": {"type": "integer", "enum": [1]},
-                    "new_user_group": {"type": "boolean"},
-                    "user_group": GROUP,
-                },
-            },
-            **_errors(400, 401, 403, 411, 413, 415, 429, 503),
-        },
-    },
-    "POST": {
-        "operation_id": "rotate_user_group_token",
-        "summary": "Rotate a user group token",
-        "description": "Replaces the token; the old one stops working at once.",
-        "scopes": ["rotate"],
-        "scope_note": "Scope: `rotate`, checked before the body is read.",
-        "request": ROTATE_REQUEST,
-        "parameters": [],
-        "responses": {
-            200: {
-                "type": "object",
-                "required": ["success", "user_group"],
-                "properties": {
-                    "success": {"type": "integer", "enum": [1]},
-                    "user_group": ROTATED_GROUP,
-                },
-            },
-            **_errors(400, 401, 403, 404, 411, 413, 415, 429, 503),
-        },
-    },
-}
-
-
-UPDATE_REQUEST: Schema = {
-    "type": "object",
-    "required": ["user_group_id"],
-    "properties": {
-        "user_group_id": {**TEXT, "description": "The group to update."},
-        "new_user_group_id": {**TEXT, "description": "Renames the group."},
-        "name": {"type": "string", "maxLength": MAX_ID_LENGTH},
-        "mapping": {**MAPPING, "nullable": True, "description": "Replaces the whole mapping."},
-        "properties": {**PROPERTIES, "description": "Replaces the properties; null clears them."},
-        "parent_user_group_id": {
-            **PARENT,
-            "description": "Moves the group, with its subtree, under this group; null "
-            "detaches it. " + PARENT["description"],
-        },
-    },
-}
-DELETE_REQUEST: Schema = {
-    "type": "object",
-    "description": "Exactly one of `user_group_id` and `current_token`.",
-    "properties": {
-        "user_group_id": TEXT,
-        "current_token": TEXT,
-        "cascade": {
-            "type": "boolean",
-            "default": False,
-            "description": "Also delete every descendant group (without it, a group that "
-            "has children is not deleted: 409).",
-        },
-    },
-}
-DELETED_GROUP: Schema = {
-    "type": "object",
-    "required": ["team_id", "name", "provided_id"],
-    "properties": {k: ROTATED_GROUP["properties"][k] for k in ("team_id", "name", "provided_id")},
-}
-LISTED_GROUP: Schema = {
-    "type": "object",
-    "required": [
-        "team_id",
-        "name",
-        "provided_id",
-        "parent_user_group_id",
-        "properties",
-        "mapping",
-        "created_at",
-        "updated_at",
-    ],
-    "properties": {
-        **DELETED_GROUP["properties"],
-        "parent_user_group_id": PARENT_ID,
-        "properties": PROPERTIES,
-        "mapping": GROUP["properties"]["mapping"],
-        "created_at": {"type": "string", "format": "date-time"},
-        "updated_at": {"type": "string", "format": "date-time"},
-    },
-}
-
-
-def _success(**properties: Schema) -> Schema:
+def errors(*statuses: int, **described: str) -> dict[int, OpenApiResponse]:
+    """The error answers, each the one ``Error`` component; ``described`` overrides the
+    description of a status (``s404="..."``)."""
     return {
-        "type": "object",
-        "required": ["success", *properties],
-        "properties": {"success": {"type": "integer", "enum": [1]}, **properties},
+        status: OpenApiResponse(
+            ErrorSerializer, description=described.get(f"s{status}", ERROR_DESCRIPTIONS[status])
+        )
+        for status in statuses
     }
 
 
-OPERATIONS["PUT"] = {
-    "operation_id": "update_user_group",
-    "summary": "Update a user group (extension)",
-    "description": "Changes the group named by `user_group_id`: given fields replace stored "
-    "ones; `new_user_group_id` renames it. The token does not change.",
-    "scopes": ["write"],
-    "scope_note": "Scope: `write`, checked before the body is read.",
-    "request": UPDATE_REQUEST,
-    "parameters": [],
-    "responses": {
-        200: _success(user_group=GROUP),
-        **_errors(400, 401, 403, 404, 411, 413, 415, 429, 503),
-    },
-}
-OPERATIONS["DELETE"] = {
-    "operation_id": "delete_user_group",
-    "summary": "Delete a user group (extension)",
-    "description": "Deletes the group named by `user_group_id` or holding `current_token`; "
-    "its token stops working at once. With `cascade`, its descendants go too, in one "
-    "transaction, and the answer adds `deleted_count` (the group included).",
-    "scopes": ["write"],
-    "scope_note": "Scope: `write`, checked before the body is read.",
-    "request": DELETE_REQUEST,
-    "parameters": [],
-    "responses": {
-        200: {
-            **_success(user_group=DELETED_GROUP),
-            "properties": {
-                **_success(user_group=DELETED_GROUP)["properties"],
-                "deleted_count": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Only with `cascade`: the groups deleted.",
-                },
+# Operations ---------------------------------------------------------------------------------
+
+QUERY_FALLBACK = (
+    "Read only when the body is empty (for clients that cannot send a body with GET), "
+    "then under the rules of the body's field of the same name."
+)
+# Any string: a query parameter beside a body is not read, so no value of it is refused.
+GET_OR_CREATE_QUERY = [
+    OpenApiParameter("user_group_id", str, description=QUERY_FALLBACK),
+    OpenApiParameter("name", str, description=QUERY_FALLBACK),
+    OpenApiParameter("mapping", str, description="`mapping` as JSON text. " + QUERY_FALLBACK),
+    OpenApiParameter("properties", str, description="`properties` as JSON text. " + QUERY_FALLBACK),
+    OpenApiParameter("parent_user_group_id", str, description=QUERY_FALLBACK),
+]
+PARENT_RULE = (
+    " `parent_user_group_id` names a group of the same workspace: unknown, a cycle, or a "
+    "change that makes any group deeper than MAX_HIERARCHY_DEPTH is 400 `invalid`."
+)
+#: What every key of the JWK Set has (``y`` is for ES256 keys only).
+JWK_MEMBERS = {"kty", "crv", "x", "kid", "alg", "use"}
+EMBED_GROUP_404 = "`not_found`: no group of this workspace has this id."
+
+USER_GROUP_ANSWER = answer("UserGroupAnswer", user_group=api.UserGroupSerializer())
+EMBED_GROUP_ANSWER = answer("EmbedGroupAnswer", user_group=embed.EmbedGroupSerializer())
+
+#: Per view (dotted name) and method: what :func:`extend_schema` says of the operation, and
+#: the ``x-scopes`` it needs.
+OPERATIONS: dict[str, dict[str, Schema]] = {
+    "usergroups.api.views.UserGroupView": {
+        "GET": {
+            "operation_id": "get_or_create_user_group",
+            "answer": "The group, found or made; `new_user_group` says which.",
+            "summary": "Get or create a user group",
+            "description": "Returns the group of `user_group_id`, creating it if unknown. A "
+            "known group is returned as stored, with the same token."
+            + PARENT_RULE
+            + " Scope: `read` to get an existing group, `write` to create one. The scope is "
+            "checked after the body is validated; a key without `write` creates nothing "
+            "(403 naming `write`).",
+            "scopes": ["read", "write"],
+            "request": api.GetOrCreateRequestSerializer,
+            "parameters": GET_OR_CREATE_QUERY,
+            "responses": {
+                200: answer(
+                    "GetOrCreateAnswer",
+                    new_user_group=serializers.BooleanField(),
+                    user_group=api.UserGroupSerializer(),
+                ),
+                **errors(*KEYED),
             },
         },
-        **_errors(400, 401, 403, 404, 409, 411, 413, 415, 429, 503),
+        "POST": {
+            "operation_id": "rotate_user_group_token",
+            "answer": "The group with its new token.",
+            "summary": "Rotate a user group token",
+            "description": "Replaces the token; the old one stops working at once, and so "
+            "does every embed token minted for the group. Scope: `rotate`, checked before "
+            "the body is read.",
+            "scopes": ["rotate"],
+            "request": api.RotateRequestSerializer,
+            "responses": {
+                200: answer("RotateAnswer", user_group=api.RotatedGroupSerializer()),
+                **errors(*KEYED, 404),
+            },
+        },
+        "PUT": {
+            "operation_id": "update_user_group",
+            "answer": "The group as changed.",
+            "summary": "Update a user group (extension)",
+            "description": "Changes the group named by `user_group_id`: given fields replace "
+            "stored ones (`properties: null` clears them, `parent_user_group_id: null` "
+            "detaches it); `new_user_group_id` renames it (another group's id: 400). The "
+            "token does not change." + PARENT_RULE + " Scope: `write`, checked before the "
+            "body is read.",
+            "scopes": ["write"],
+            "request": api.UpdateRequestSerializer,
+            "responses": {200: USER_GROUP_ANSWER, **errors(*KEYED, 404)},
+        },
+        "DELETE": {
+            "operation_id": "delete_user_group",
+            "answer": "The group deleted.",
+            "summary": "Delete a user group (extension)",
+            "description": "Deletes the group named by `user_group_id` or holding "
+            "`current_token` (exactly one of them); its token and embed tokens stop working "
+            "at once. With `cascade`, its descendants go too, in one transaction, and the "
+            "answer adds `deleted_count` (the group included). Scope: `write`, checked "
+            "before the body is read.",
+            "scopes": ["write"],
+            "request": api.DeleteRequestSerializer,
+            "responses": {
+                200: answer(
+                    "DeleteAnswer",
+                    user_group=api.DeletedGroupSerializer(),
+                    deleted_count=serializers.IntegerField(
+                        min_value=1,
+                        required=False,
+                        help_text="Only with `cascade`: the groups deleted.",
+                    ),
+                ),
+                **errors(*KEYED, 404, 409),
+            },
+        },
+    },
+    "usergroups.api.views.UserGroupListView": {
+        "GET": {
+            "operation_id": "list_user_groups",
+            "answer": "A page of the workspace's groups.",
+            "summary": "List user groups (extension)",
+            "description": "The workspace's groups, oldest first, without tokens; with "
+            "`parent_user_group_id`, that group's direct children. Scope: `read`, checked "
+            "before the query is read.",
+            "scopes": ["read"],
+            "request": None,
+            "parameters": [api.ListQuerySerializer],
+            "responses": {
+                200: answer(
+                    "ListAnswer",
+                    total_count=serializers.IntegerField(min_value=0),
+                    page=serializers.IntegerField(min_value=1),
+                    page_size=serializers.IntegerField(min_value=1),
+                    user_groups=api.ListedGroupSerializer(many=True),
+                ),
+                **errors(400, 401, 403, 429, 503),
+            },
+        },
+    },
+    "usergroups.api.embed_views.EmbedTokenView": {
+        "POST": {
+            "operation_id": "mint_embed_token",
+            "answer": "The new embed token.",
+            "summary": "Mint an embed token",
+            "description": "A short-lived JWT (compact JWS, EdDSA or ES256, at most "
+            f"{MAX_TOKEN_BYTES} bytes) for the browser, instead of the group token. Claims: "
+            "`iss`, `aud`, `sub` (the team_id), `iat`, `exp`, `jti`, `user_group_id`, `gen`, "
+            "and `resource`, `origin`, `params` when given; one that would be larger is 400 "
+            "`invalid` naming them. Writes nothing. Scope: `embed`, "
+            "checked before the body is read.",
+            "scopes": ["embed"],
+            "request": embed.MintRequestSerializer,
+            "responses": {
+                200: answer(
+                    "MintAnswer",
+                    embed_token=serializers.CharField(max_length=MAX_TOKEN_BYTES),
+                    expires_in=serializers.IntegerField(min_value=embed.MIN_EXPIRES_IN),
+                    expires_at=serializers.DateTimeField(),
+                    user_group=embed.EmbedGroupSerializer(),
+                ),
+                **errors(*KEYED, 404, s404=EMBED_GROUP_404),
+            },
+        },
+    },
+    "usergroups.api.embed_views.EmbedTokenIntrospectView": {
+        "POST": {
+            "operation_id": "introspect_embed_token",
+            "answer": "Whether the token is active, and what it grants if it is.",
+            "summary": "Introspect an embed token",
+            "description": "Whether the token is active for this workspace, and what it "
+            "grants. An expired, forged, malformed, revoked or another workspace's token, or "
+            'one whose group is deleted, is `{"success": 1, "active": false}` and nothing '
+            "more. Scope: `embed`, checked before the body is read.",
+            "scopes": ["embed"],
+            "request": embed.EmbedTokenRequestSerializer,
+            "responses": {
+                200: answer(
+                    "IntrospectAnswer",
+                    active=serializers.BooleanField(),
+                    user_group=embed.EmbedGroupSerializer(required=False),
+                    resource=serializers.CharField(required=False, allow_null=True),
+                    origin=serializers.CharField(required=False, allow_null=True),
+                    expires_at=serializers.DateTimeField(required=False),
+                    variables=serializers.JSONField(
+                        required=False,
+                        help_text="The group's computed properties with `params` laid over "
+                        "them (a top-level key of `params` wins).",
+                    ),
+                ),
+                **errors(*KEYED),
+            },
+        },
+    },
+    "usergroups.api.embed_views.EmbedTokenRevokeView": {
+        "POST": {
+            "operation_id": "revoke_embed_tokens",
+            "answer": "The group whose embed tokens were revoked.",
+            "summary": "Revoke a group's embed tokens",
+            "description": "Every embed token minted so far for the group stops working at "
+            "once, on every process; the group token stays. Tokens minted afterwards work. "
+            "Scope: `embed`, checked before the body is read.",
+            "scopes": ["embed"],
+            "request": embed.RevokeRequestSerializer,
+            "responses": {200: EMBED_GROUP_ANSWER, **errors(*KEYED, 404, s404=EMBED_GROUP_404)},
+        },
+    },
+    "usergroups.api.embed_views.JWKSView": {
+        "GET": {
+            "operation_id": "embed_token_jwks",
+            "answer": "The JWK Set.",
+            "summary": "The JWK Set of embed tokens",
+            "description": "The public keys (RFC 7517) that verify current embed tokens: the "
+            "signing key, then those of the fallback secrets. Any JOSE library, or a service "
+            "such as Cube, verifies tokens with it without calling back. Cacheable for 5 "
+            "minutes. No API key needed.",
+            "scopes": [],
+            "request": None,
+            "responses": {
+                200: inline_serializer(
+                    "JWKSet",
+                    {
+                        "keys": serializers.ListField(
+                            child=inline_serializer(
+                                "JWK",
+                                {
+                                    name: serializers.CharField(required=name in JWK_MEMBERS)
+                                    for name in ("kty", "crv", "x", "y", "kid", "alg", "use")
+                                },
+                            )
+                        )
+                    },
+                ),
+                **errors(405),
+            },
+        },
     },
 }
-LIST_OPERATION: Schema = {
-    "operation_id": "list_user_groups",
-    "summary": "List user groups (extension)",
-    "description": "The workspace's groups, oldest first, without tokens.",
-    "scopes": ["read"],
-    "scope_note": "Scope: `read`, checked before the query is read.",
-    "request": None,
-    "parameters": [
-        OpenApiParameter("page", int, description="1-based page number (default 1)."),
-        OpenApiParameter("page_size", int, description="Groups per page, 1 to 500 (default 100)."),
-        OpenApiParameter("provided_id_prefix", str, description="Only ids starting with this."),
-        OpenApiParameter(
-            "parent_user_group_id", str, description="Only the direct children of this group."
-        ),
-    ],
-    "responses": {
-        200: _success(
-            total_count={"type": "integer"},
-            page={"type": "integer"},
-            page_size={"type": "integer"},
-            user_groups={"type": "array", "items": LISTED_GROUP},
-        ),
-        **_errors(400, 401, 403, 429, 503),
+
+#: Request bodies that take exactly one of these fields.
+EXACTLY_ONE_OF: dict[type[serializers.Serializer], tuple[str, ...]] = {
+    api.DeleteRequestSerializer: ("user_group_id", "current_token"),
+}
+
+#: What a request component says, where the serializer's docstring is a note for developers.
+REQUEST_DESCRIPTIONS: dict[type[serializers.Serializer], str] = {
+    api.RotateRequestSerializer: "The token to replace.",
+    embed.EmbedTokenRequestSerializer: "The embed token to judge.",
+    api.DeleteRequestSerializer: "The group to delete, named by exactly one of "
+    "`user_group_id` and `current_token`.",
+}
+
+_GROUP_ID = "$response.body#/user_group/provided_id"
+#: OpenAPI links from an operation's 200 answer to the operations that take what it
+#: returns (the group's token or id), by operationId.
+LINKS: dict[str, Schema] = {
+    "get_or_create_user_group": {
+        "RotateToken": {
+            "operationId": "rotate_user_group_token",
+            "requestBody": {"current_token": "$response.body#/user_group/token"},
+            "description": "Rotate the token of the group returned.",
+        },
+        "Update": {
+            "operationId": "update_user_group",
+            "requestBody": {"user_group_id": _GROUP_ID},
+            "description": "Update the group returned.",
+        },
+        "Delete": {
+            "operationId": "delete_user_group",
+            "requestBody": {"user_group_id": _GROUP_ID},
+            "description": "Delete the group returned (by id; the body takes one of id and token).",
+            # The body is exactly this: a generated one may name the token too.
+            "x-schemathesis": {"merge_body": False},
+        },
+        "DeleteByToken": {
+            "operationId": "delete_user_group",
+            "requestBody": {"current_token": "$response.body#/user_group/token"},
+            "description": "Delete the group holding the token returned.",
+            "x-schemathesis": {"merge_body": False},
+        },
+        "MintEmbedToken": {
+            "operationId": "mint_embed_token",
+            "requestBody": {"user_group_id": _GROUP_ID},
+            "description": "Mint an embed token for the group returned.",
+        },
+        "RevokeEmbedTokens": {
+            "operationId": "revoke_embed_tokens",
+            "requestBody": {"user_group_id": _GROUP_ID},
+            "description": "Revoke the embed tokens of the group returned.",
+        },
+        "ListChildren": {
+            "operationId": "list_user_groups",
+            "parameters": {"parent_user_group_id": _GROUP_ID},
+            "description": "List the direct children of the group returned.",
+        },
     },
 }
+
+
+#: Answers that show a group's stored properties: DRF's JSONField says "any JSON value"
+#: (and, nullable under OpenAPI 3.1, a oneOf that null matches twice).
+STORED_PROPERTIES = (api.UserGroupSerializer, api.ListedGroupSerializer)
+
+
+def stored_properties(auto_schema: AutoSchema) -> Schema:
+    """What the answers say of stored ``properties`` (an object or null) and of
+    ``computed_properties`` (an object)."""
+    properties = PropertiesSchema(api.PropertiesField()).map_serializer_field(
+        auto_schema, "response"
+    )
+    nullable: Schema
+    if is_jsonschema_compliant():
+        nullable = {"oneOf": [properties, {"type": "null"}]}
+    else:
+        nullable = {"allOf": [properties], "nullable": True}
+    return {
+        "properties": {**nullable, "readOnly": True},
+        "computed_properties": {
+            "type": "object",
+            "additionalProperties": True,
+            "readOnly": True,
+            "description": "The ancestors' properties merged from the root down, then the "
+            "group's own; a top-level key of a deeper group wins.",
+        },
+    }
 
 
 class UserGroupAutoSchema(AutoSchema):
-    """Describes each method of the view from :data:`OPERATIONS`."""
+    """drf-spectacular's AutoSchema, with what it leaves out for this API."""
 
     def get_operation(
         self,
@@ -357,77 +680,140 @@ class UserGroupAutoSchema(AutoSchema):
         registry: ComponentRegistry,
     ) -> Schema | None:
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
-        request = self._operation()["request"]
-        if operation is not None and request and "requestBody" not in operation:
-            # drf-spectacular describes no body for GET; this GET takes one by design.
-            # The shape is the one it gives POST's body (tests/test_openapi.py holds so).
-            operation["requestBody"] = {"content": {"application/json": {"schema": request}}}
-        if operation is not None:
-            # The API key scopes (usergroups.scopes) the operation may need: OpenAPI 3.0
-            # gives an apiKey security requirement no scopes, hence an extension.
-            operation["x-scopes"] = self._operation()["scopes"]
+        if operation is None:
+            return None
+        request = self.get_request_serializer()
+        if request is not None:
+            component = self.resolve_serializer(request, "request")
+            shape = request if isinstance(request, type) else type(request)
+            if component.schema is not None:
+                if shape in EXACTLY_ONE_OF:
+                    component.schema["oneOf"] = [
+                        {"required": [name]} for name in EXACTLY_ONE_OF[shape]
+                    ]
+                if shape in REQUEST_DESCRIPTIONS:
+                    component.schema["description"] = REQUEST_DESCRIPTIONS[shape]
+            if "requestBody" not in operation:
+                # drf-spectacular describes no body for GET or DELETE; these take one by
+                # design, in the shape it gives a PUT's body.
+                operation["requestBody"] = {
+                    "content": {"application/json": {"schema": component.ref}},
+                    "required": True,
+                }
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query" and not parameter.get("required"):
+                # DRF reads an empty optional query value as no value.
+                parameter["allowEmptyValue"] = True
+        for shape in STORED_PROPERTIES:
+            stored = self.resolve_serializer(shape, "response").schema
+            if stored is not None:
+                shown = stored_properties(self)
+                for name in shown.keys() & stored["properties"].keys():
+                    stored["properties"][name] = shown[name]
+        links = LINKS.get(operation["operationId"])
+        if links:
+            operation["responses"]["200"]["links"] = links
         return operation
 
-    def _operation(self) -> Schema:
-        return OPERATIONS[self.method]
 
-    def get_operation_id(self) -> str:
-        return self._operation()["operation_id"]
+def _documented(view: type[APIView], operations: dict[str, Schema]) -> type[APIView]:
+    """``view`` with :data:`OPERATIONS` laid on its methods by :func:`extend_schema`, on
+    top of :class:`UserGroupAutoSchema`."""
+    handlers = {}
+    for method, spec in operations.items():
+        name = method.lower()
+        original = getattr(view, name)
 
-    def get_summary(self) -> str:
-        return self._operation()["summary"]
+        def handler(self: APIView, request: Any, *args: Any, _original: Any = original) -> Any:
+            return _original(self, request, *args)
 
-    # drf-spectacular's signature, not DRF's ViewInspector's (it ignores the same).
-    def get_description(self) -> str:  # type: ignore[override]
-        return f"{self._operation()['description']} {self._operation()['scope_note']}"
-
-    def get_override_parameters(self) -> list[Any]:
-        return self._operation()["parameters"]
-
-    def get_request_serializer(self) -> Any:
-        request = self._operation()["request"]
-        return {"application/json": request} if request else None
-
-    def get_response_serializers(self) -> Any:
-        return self._operation()["responses"]
-
-
-class UserGroupViewSchema(OpenApiViewExtension):
-    target_class = "usergroups.api.views.UserGroupView"
-
-    def view_replacement(self) -> type[APIView]:
-        class DocumentedUserGroupView(UserGroupView):
-            schema = UserGroupAutoSchema()
-
-        return DocumentedUserGroupView
-
-
-class UserGroupListAutoSchema(UserGroupAutoSchema):
-    def _operation(self) -> Schema:
-        return LIST_OPERATION
+        # The schema class extend_schema builds on (as DRF's @action leaves it).
+        handler.kwargs = {"schema": UserGroupAutoSchema}  # type: ignore[attr-defined]
+        handlers[name] = extend_schema(
+            operation_id=spec["operation_id"],
+            summary=spec["summary"],
+            description=spec["description"],
+            request=spec["request"],
+            responses={
+                status: answer
+                if isinstance(answer, OpenApiResponse)
+                else OpenApiResponse(answer, description=spec["answer"])
+                for status, answer in spec["responses"].items()
+            },
+            parameters=spec.get("parameters", []),
+            # OpenAPI 3.0 gives an apiKey security requirement no scopes: an extension
+            # names the API key scopes (usergroups.scopes) the operation may need.
+            extensions={"x-scopes": spec["scopes"]},
+        )(handler)
+    return type(f"Documented{view.__name__}", (view,), handlers)
 
 
-class UserGroupListViewSchema(OpenApiViewExtension):
-    target_class = "usergroups.api.views.UserGroupListView"
+def _view_extension(view_path: str) -> type[OpenApiViewExtension]:
+    class ViewSchema(OpenApiViewExtension):
+        target_class = view_path
 
-    def view_replacement(self) -> type[APIView]:
-        class DocumentedUserGroupListView(UserGroupListView):
-            schema = UserGroupListAutoSchema()
+        def view_replacement(self) -> type[APIView]:
+            return _documented(self.target, OPERATIONS[view_path])
 
-        return DocumentedUserGroupListView
+    ViewSchema.__name__ = ViewSchema.__qualname__ = f"{view_path.rsplit('.', 1)[1]}Schema"
+    return ViewSchema
 
 
-class APIKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "usergroups.auth.api_key.APIKeyAuthentication"
-    name = "TokenAuth"
+VIEW_EXTENSIONS = [_view_extension(view_path) for view_path in OPERATIONS]
+
+
+# Authentication: for the app's views and for a host's own ------------------------------------
+
+
+class HeaderAuthenticationScheme(OpenApiAuthenticationExtension):
+    """``Authorization: <keyword> <credential>``; subclasses with another ``keyword`` (as
+    the docs show a host adapting a class) are described with theirs."""
+
+    match_subclasses = True
+    credential = ""
+    description = ""
 
     def get_security_definition(self, auto_schema: AutoSchema) -> Schema:
+        keyword = self.target.keyword
         return {
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": "`Token <API key>`; keys start with `ugk_` (manage.py create_api_key). "
-            "A key holds scopes among `read`, `write`, `rotate`, `embed`; each operation "
-            "names those it needs in `x-scopes`, and answers 403 `permission_denied` "
-            "without them.",
+            "description": f"`{keyword} <{self.credential}>`. {self.description}",
         }
+
+
+class APIKeyAuthenticationScheme(HeaderAuthenticationScheme):
+    target_class = "usergroups.auth.api_key.APIKeyAuthentication"
+    name = "TokenAuth"
+    credential = "API key"
+    description = (
+        "Keys start with `ugk_` (manage.py create_api_key). A key holds scopes among "
+        "`read`, `write`, `rotate`, `embed`; each operation names those it needs in "
+        "`x-scopes`, and answers 403 `permission_denied` without them."
+    )
+
+
+class GroupTokenAuthenticationScheme(HeaderAuthenticationScheme):
+    """For a host's own views that take group tokens, in its own schema."""
+
+    target_class = "usergroups.auth.group_token.GroupTokenAuthentication"
+    name = "GroupTokenAuth"
+    credential = "group token"
+    description = (
+        "Group tokens start with `ugt_`; a rotated one is refused (401 "
+        "`authentication_failed`), as is any when EMBED_ACCEPT_GROUP_TOKENS is false."
+    )
+
+
+class EmbedTokenAuthenticationScheme(HeaderAuthenticationScheme):
+    """For a host's own views that take embed tokens, in its own schema."""
+
+    target_class = "usergroups.auth.embed.EmbedTokenAuthentication"
+    name = "EmbedAuth"
+    credential = "embed token"
+    description = (
+        "A short-lived token from mint_embed_token. 401 `token_expired` (fetch a new one) "
+        "or `authentication_failed`; 403 `origin_not_allowed` or `permission_denied` "
+        "(minted for another resource)."
+    )
