@@ -255,7 +255,7 @@ def test_the_jwk_set_needs_no_key(schema):
 
 # Components, constraints and links (issue 23) ---------------------------------------------
 
-SHARED = {"Error", "ErrorDetail", "ErrorCode", "UserGroup", "EmbedGroup", "Mapping", "Properties"}
+SHARED = {"Error", "ErrorDetail", "ErrorCode", "UserGroup", "NamedGroup", "Mapping", "Properties"}
 
 
 def test_every_body_and_answer_is_a_component(schema):

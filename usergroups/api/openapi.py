@@ -378,7 +378,7 @@ JWK_MEMBERS = {"kty", "crv", "x", "kid", "alg", "use"}
 EMBED_GROUP_404 = "`not_found`: no group of this workspace has this id."
 
 USER_GROUP_ANSWER = answer("UserGroupAnswer", user_group=api.UserGroupSerializer())
-EMBED_GROUP_ANSWER = answer("EmbedGroupAnswer", user_group=embed.EmbedGroupSerializer())
+EMBED_GROUP_ANSWER = answer("EmbedGroupAnswer", user_group=api.NamedGroupSerializer())
 
 #: Per view (dotted name) and method: what :func:`extend_schema` says of the operation, and
 #: the ``x-scopes`` it needs.
@@ -447,7 +447,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "responses": {
                 200: answer(
                     "DeleteAnswer",
-                    user_group=api.DeletedGroupSerializer(),
+                    user_group=api.NamedGroupSerializer(),
                     deleted_count=serializers.IntegerField(
                         min_value=1,
                         required=False,
@@ -500,7 +500,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                     embed_token=serializers.CharField(max_length=MAX_TOKEN_BYTES),
                     expires_in=serializers.IntegerField(min_value=embed.MIN_EXPIRES_IN),
                     expires_at=serializers.DateTimeField(),
-                    user_group=embed.EmbedGroupSerializer(),
+                    user_group=api.NamedGroupSerializer(),
                 ),
                 **errors(*KEYED, 404, s404=EMBED_GROUP_404),
             },
@@ -521,7 +521,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                 200: answer(
                     "IntrospectAnswer",
                     active=serializers.BooleanField(),
-                    user_group=embed.EmbedGroupSerializer(required=False),
+                    user_group=api.NamedGroupSerializer(required=False),
                     resource=serializers.CharField(required=False, allow_null=True),
                     origin=serializers.CharField(required=False, allow_null=True),
                     expires_at=serializers.DateTimeField(required=False),
