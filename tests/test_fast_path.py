@@ -223,9 +223,10 @@ def test_a_database_failure_during_the_lookup(api_client, acme, caplog, monkeypa
 
 
 def test_a_database_failure_during_authentication(api_client, acme, caplog, monkeypatch):
-    from usergroups.services import keys
+    from usergroups.auth.api_key import APIKeyAuthentication
 
-    monkeypatch.setattr(keys.sql.API_KEY_BY_DIGEST, "fetch", failing(OperationalError("gone")))
+    lookup = staticmethod(failing(OperationalError("gone")))
+    monkeypatch.setattr(APIKeyAuthentication, "lookup", lookup)
     assert assert_same(api_client, ACME, caplog) == 503
 
 

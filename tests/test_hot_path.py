@@ -1,9 +1,8 @@
 """The hot path (get of an existing group) stays cheap, and its short cuts change nothing.
 
 Issue 5: a get costs at most two queries and writes nothing; a key or token that cannot be
-valid is refused before the database. The speed-ups of that path (prepared SELECTs of
-``usergroups.sql``, the serializers' short ways for valid input and for output) are
-held here to give exactly what the ORM and DRF's generic code give.
+valid is refused before the database. The serializers' short ways for valid input and
+for output are held here to give exactly what DRF's generic code gives.
 """
 
 import random
