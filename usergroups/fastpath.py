@@ -17,16 +17,12 @@ the key is looked up once), and, after the view's answer ran, its exception. DRF
 answers exactly as if it had run every step itself (a key without the scope, input
 that is not valid: DRF's own checks answer). tests/test_fast_path.py compares the two
 paths' answers byte for byte.
-
-With ``CONN_HEALTH_CHECKS``, the key lookup, a read, stands in for Django's ``SELECT 1``
-check of the connection (:mod:`usergroups.health`): one round trip fewer per request.
 """
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import router
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.views.decorators.debug import sensitive_variables
 from rest_framework.authentication import BaseAuthentication
@@ -35,8 +31,6 @@ from rest_framework.request import Request
 
 from usergroups.api.parsers import loads_strict, max_body_depth
 from usergroups.conf import usergroups_settings
-from usergroups.health import read_checking_connection
-from usergroups.models import APIKey
 
 if TYPE_CHECKING:
     from usergroups.api.views import FastPathView
@@ -90,12 +84,9 @@ def _plain_json_length(request: HttpRequest) -> int:
 def _authenticate_checking_connection(
     authenticator: BaseAuthentication, request: HttpRequest
 ) -> tuple[Any, Any] | None:
-    """``authenticator.authenticate(request)``, its key lookup standing in for Django's
-    health check of the connection when one is due (:mod:`usergroups.health`)."""
-    return read_checking_connection(
-        lambda: authenticator.authenticate(request),  # type: ignore[arg-type]
-        router.db_for_read(APIKey),
-    )
+    """``authenticator.authenticate(request)``; Django's ``CONN_HEALTH_CHECKS`` checks
+    the connection before it, as before any query."""
+    return authenticator.authenticate(request)  # type: ignore[arg-type]
 
 
 @sensitive_variables("outcome", "data", "content")
@@ -138,9 +129,8 @@ def answer(view: "FastPathView", request: HttpRequest) -> HttpResponseBase | Non
 
 
 class CheckingAuthentication(BaseAuthentication):
-    """``authenticator`` whose key lookup stands in for the connection's health check on
-    requests DRF dispatches too (rotation's POST, the other endpoints): one round trip
-    fewer on PostgreSQL, as on the fast path (see the module's docstring)."""
+    """``authenticator``, as the fast path runs it (usergroups/api/views.py wraps each
+    authenticator in it; both go with the fast path)."""
 
     def __init__(self, authenticator: BaseAuthentication) -> None:
         self.authenticator = authenticator
