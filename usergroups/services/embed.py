@@ -29,7 +29,7 @@ from usergroups.embed.grant import EmbedGrant
 from usergroups.models import UserGroup
 from usergroups.records import GroupRecord
 from usergroups.services import lineage
-from usergroups.services.retry import retry_on_conflict
+from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
 logger = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def revoke_embed_tokens_of(workspace_id: int, provided_id: str) -> GroupRecord |
     return _revoke(UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id))
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
     with transaction.atomic(using=router.db_for_write(UserGroup)):
         team_id = matching.select_for_update().values_list("pk", flat=True).first()

@@ -31,7 +31,7 @@ from usergroups.models import SchemaMapping, UserGroup
 from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
 from usergroups.services import hierarchy, lineage
 from usergroups.services.hierarchy import InvalidParent
-from usergroups.services.retry import retry_on_conflict
+from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
     group_created,
     group_deleted,
@@ -75,7 +75,7 @@ def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
     )
 
 
-@retry_on_conflict
+@retry_on_deadlock
 @sensitive_variables("token")
 def create_group(
     workspace_id: int,
@@ -172,7 +172,7 @@ def _allow(scope: str) -> None:
     """Host code and the admin may do anything: no scope to check."""
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _read_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The winner of a lost insert race, read with a locking read, which sees the latest
     committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
@@ -213,7 +213,7 @@ def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
 
 # Retried with the digest, not the token: the retry's frame holds its arguments, and
 # only a function marked with sensitive_variables has them hidden from error reports.
-@retry_on_conflict
+@retry_on_deadlock
 def _rotate_digest(workspace_id: int, old_digest: str) -> GroupRecord | None:
     return _swap_token(workspace_id, old_digest)
 
@@ -327,7 +327,7 @@ def _update(
     return record
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _update_locked(
     groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None
 ) -> tuple[GroupRecord, int | None] | None:
@@ -416,7 +416,7 @@ def delete_group_by_team_id(team_id: int, *, cascade: bool = False) -> list[Grou
     return _delete(UserGroup.objects.filter(pk=team_id), cascade)
 
 
-@retry_on_conflict  # given the digest, never the token (see _rotate_digest)
+@retry_on_deadlock  # given the digest, never the token (see _rotate_digest)
 def _delete(
     groups: QuerySet[UserGroup], cascade: bool, workspace_id: int | None = None
 ) -> list[GroupRecord]:
