@@ -25,6 +25,8 @@ from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
 MAX_WALK = 100
 
 _MAPPING = ("mappings__schema_id", "mappings__data_source_id")
+#: One group of a walk: its values (the fields asked for) and its mapping's pairs.
+Level = tuple[tuple[Any, ...], list[tuple[str, str]]]
 #: What an ancestor gives a child's record.
 _INHERITED = ("team_id", "provided_id", "properties", "parent_id")
 
@@ -75,11 +77,9 @@ def _rows(start: QuerySet[UserGroup], fields: tuple[str, ...]) -> list[tuple[Any
     return list(selected.values_list("walk_start", "walk_distance", *fields, *_MAPPING))
 
 
-def _levels(
-    rows: Iterable[tuple[Any, ...]],
-) -> dict[int, dict[int, tuple[tuple[Any, ...], list[tuple[str, str]]]]]:
-    """``{start id: {distance: (the group's values, its mapping pairs)}}`` of ``rows``."""
-    walks: dict[int, dict[int, tuple[tuple[Any, ...], list[tuple[str, str]]]]] = {}
+def _levels(rows: Iterable[tuple[Any, ...]]) -> dict[int, dict[int, Level]]:
+    """``{start id: {distance: level}}`` of :func:`_rows`' ``rows``."""
+    walks: dict[int, dict[int, Level]] = {}
     for start_id, distance, *values, schema_id, source in rows:
         level = walks.setdefault(start_id, {}).setdefault(distance, (tuple(values), []))
         if schema_id is not None:
@@ -94,21 +94,19 @@ def find_group(condition: Q) -> GroupRecord | None:
     walks = _levels(_rows(UserGroup.objects.filter(condition), RECORD_FIELDS))
     if not walks:
         return None
+    # One start (the conditions name unique columns); the lowest id, should two match.
     levels = walks[min(walks)]
-    parent = RECORD_FIELDS.index("parent_id")
     values, mapping = levels[0]
     chain: list[Ancestor] = []
-    expected = values[parent]
+    parent_id = dict(zip(RECORD_FIELDS, values, strict=True))["parent_id"]
     for distance in range(1, len(levels)):
-        above, pairs = levels[distance]
-        fields = dict(zip(RECORD_FIELDS, above, strict=True))
-        if fields["team_id"] != expected:
+        above = dict(zip(RECORD_FIELDS, levels[distance][0], strict=True))
+        if above["team_id"] != parent_id:
             return None
-        chain.append(
-            Ancestor(fields["team_id"], fields["provided_id"], fields["properties"], dict(pairs))
-        )
-        expected = fields["parent_id"]
-    if expected is not None:
+        pairs = dict(levels[distance][1])
+        chain.append(Ancestor(above["team_id"], above["provided_id"], above["properties"], pairs))
+        parent_id = above["parent_id"]
+    if parent_id is not None:
         return None
     chain.reverse()
     return GroupRecord.from_values(values, mapping, chain)
