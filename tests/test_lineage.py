@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -172,12 +171,14 @@ def test_a_record_s_mapping_is_in_code_point_order(data):
     assert child is not None and list(child.computed_mapping) == sorted(SCHEMA_IDS)
 
 
-def test_the_locking_read_of_a_lost_race_gives_the_same_record(data):
+def test_the_locking_read_of_a_lost_race_gives_the_same_record(data, monkeypatch):
+    """A get-or-create that loses the insert race reads the winner with a locking read
+    (no recursive walk: a CTE's rows cannot be locked), then its ancestors."""
+    monkeypatch.setattr(groups, "find_group", lambda workspace_id, provided_id: None)
     for group in (data.mapped, data.bare, data.grandchild):
-        with transaction.atomic():
-            record = groups._read_winner(data.workspace_id, group.provided_id)
-        assert record == lineage.find_group(Q(pk=group.pk)) != None  # noqa: E711
-    assert groups._read_winner(data.workspace_id, "nobody") is None
+        record, created = groups.get_or_create_group(data.workspace_id, group.provided_id)
+        assert not created
+        assert record == lineage.find_group(Q(pk=group.pk)) == orm_record(Q(pk=group.pk))
 
 
 @pytest.mark.parametrize(
