@@ -59,7 +59,9 @@ def _walk(start: QuerySet[UserGroup], *, up: bool) -> CTE:
                 distance=cte.col.distance + Value(1, output_field=IntegerField()),
             )
         )
-        return first.union(following, all=True)
+        # Unordered: Django 6.1 orders a union by the model's Meta.ordering, which its
+        # values() columns cannot hold.
+        return first.union(following, all=True).order_by()
 
     return CTE.recursive(make, name="lineage")
 
