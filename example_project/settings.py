@@ -146,8 +146,6 @@ USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
     # e.g. "600/minute", counted in the default cache; empty: no throttling.
     "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
-    # PostgreSQL: false behind PgBouncer in transaction mode before 1.21 (see the docs).
-    "PREPARED_STATEMENTS": env.bool("USERGROUPS_PREPARED_STATEMENTS", default=True),
 }
 
 # The demo customer site (/demo/) mints embed tokens that live this long (seconds, 30 at

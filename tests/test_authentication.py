@@ -237,7 +237,7 @@ def key_lookups():
     seen = []
 
     def record(execute, sql, params, many, context):
-        if table in sql:  # parameters by name on SQLite (usergroups.sql._by_name)
+        if table in sql:
             values = params.values() if isinstance(params, dict) else params or ()
             seen.append((sql, list(values)))
         return execute(sql, params, many, context)

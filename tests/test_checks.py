@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 import usergroups.checks
+from usergroups.conf import usergroups_settings
 
 SQLITE_OK = {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
@@ -38,6 +39,17 @@ def test_e001_rest_framework_missing():
 @pytest.mark.parametrize("value", [{"MAX_BODY_BYTE": 1}, {"THROTLE_RATE": "1/s"}])
 def test_e002_unknown_setting(value):
     assert ids(USERGROUPS=value) == {"usergroups.E002"}
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_w003_a_removed_setting_is_a_warning_not_an_error(value):
+    """0.2's PREPARED_STATEMENTS, still in a host's settings, must not stop the site."""
+    with override_settings(USERGROUPS={"PREPARED_STATEMENTS": value}):
+        (message,) = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
+        assert not message.is_serious()
+        assert usergroups_settings.MAX_BODY_BYTES == 1024 * 1024  # the rest reads as ever
+    assert message.id == "usergroups.W003"
+    assert "PREPARED_STATEMENTS" in message.msg and "prepare_threshold" in message.hint
 
 
 def test_e007_not_a_dict():
@@ -146,6 +158,7 @@ PROBLEMS = {
     },
     "USERGROUPS not a dict": {"USERGROUPS": ["ROTATION_GRACE_SECONDS"]},
     "unknown setting": {"USERGROUPS": {"MAX_BODY_BYTE": 1}},
+    "removed setting": {"USERGROUPS": {"PREPARED_STATEMENTS": False}},
     "bad integer": {"USERGROUPS": {"MAX_BODY_BYTES": 0}},
     "short secret": {"USERGROUPS": {"TOKEN_SECRET": "short"}},
     "bad rate": {"USERGROUPS": {"THROTTLE_RATE": "fast"}},

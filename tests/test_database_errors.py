@@ -19,7 +19,7 @@ from django.db.utils import DataError, InterfaceError, InternalError, Operationa
 from tests.support.api import assert_error, send
 from tests.support.embed import dashboard, minted
 from usergroups.api.exceptions import exception_handler
-from usergroups.models import UserGroup
+from usergroups.models import APIKey, UserGroup
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -191,72 +191,71 @@ def test_only_failures_of_the_database_are_503(error, status):
     assert (response and response.status_code) == status
 
 
-# --- the first read as the health check (usergroups.health) ------------------------------
+# --- a connection that died while idle: Django's CONN_HEALTH_CHECKS ----------------------
 
 
-def health_check_due() -> None:
-    """What Django does at the start of a request with ``CONN_HEALTH_CHECKS`` on and a
-    persistent connection (the test client skips it): the next query must check first."""
+@pytest.fixture
+def persistent_connection():
+    """The connection as a server keeps it (the tests' settings close it after each
+    request): persistent, with Django's health checks, opened anew with those settings."""
+    saved = dict(connection.settings_dict)
+    connection.close()
+    connection.settings_dict.update(CONN_MAX_AGE=60, CONN_HEALTH_CHECKS=True)
     connection.ensure_connection()
-    connection.health_check_enabled = True
-    connection.health_check_done = False
+    yield
+    connection.close()
+    connection.settings_dict.update(saved)
+
+
+def between_requests() -> None:
+    """What Django does as one request ends and the next starts (the test client skips
+    it): a persistent connection is kept, to be checked before its next query."""
+    close_old_connections()
 
 
 def first_read(api_client, group, kind: str):
     """A request whose first query will be one of the app's reads, to send: a get (the
-    key lookup), a rotation (the key lookup), a host's view
-    behind ``EmbedTokenAuthentication`` (the group's read; its token minted now)."""
-    if kind == "fast-path-get":
+    key lookup), a rotation (the key lookup), a host's view behind
+    ``EmbedTokenAuthentication`` (the group's read; its token minted now)."""
+    if kind == "get":
         return lambda: send(api_client, "GET", {"user_group_id": group.provided_id})
-    if kind == "drf-dispatch-rotation":
+    if kind == "rotation":
         return lambda: send(api_client, "POST", {"current_token": group.token})
     token = minted(api_client, group.provided_id)
     return lambda: dashboard(token)
 
 
-FIRST_READS = ["fast-path-get", "drf-dispatch-rotation", "embed-token-verification"]
-
-
-# The API's views leave the connection's health check to Django (issue 20: one road
-# through DRF's dispatch); only the embed verification's read still stands in for it.
-@pytest.mark.parametrize("kind", ["embed-token-verification"])
-def test_the_first_read_stands_in_for_the_health_check(api_client, group, monkeypatch, kind):
-    request = first_read(api_client, group, kind)
-    checks = []
-    monkeypatch.setattr(connection, "is_usable", lambda: checks.append(1) or True)
-    health_check_due()
-    response = request()
-    assert response.status_code == 200, response.content
-    assert checks == []  # no SELECT 1 before the read
-    assert connection.health_check_done
+FIRST_READS = ["get", "rotation", "embed-token-verification"]
 
 
 @needs_a_server
+@pytest.mark.usefixtures("persistent_connection")
 @pytest.mark.parametrize("kind", FIRST_READS)
 def test_a_connection_killed_while_idle_is_replaced(api_client, group, kind):
     """With health checks on, a connection that died between requests fails nothing:
-    the read finds it dead and runs again on a new one."""
+    Django's check before the request's first query finds it dead and opens a new one."""
     request = first_read(api_client, group, kind)
     victim = backend_id()
     kill(victim)
-    health_check_due()
+    between_requests()
     response = request()
     assert response.status_code == 200, response.content
-    if kind == "fast-path-get":
+    if kind == "get":
         assert response.json()["user_group"]["token"] == group.token
     assert backend_id() != victim
 
 
-def test_a_read_refused_on_a_live_connection_is_not_retried(api_client, group, monkeypatch):
-    from usergroups import sql
+@pytest.mark.usefixtures("persistent_connection")
+def test_a_read_refused_on_a_live_connection_is_not_retried(api_client, group):
+    refused = []
 
-    calls = []
+    def refuse(execute, sql, params, many, context):
+        if APIKey._meta.db_table in sql:
+            refused.append(sql)
+            raise OperationalError("canceling statement due to statement timeout")
+        return execute(sql, params, many, context)
 
-    def refuse(params):
-        calls.append(params)
-        raise OperationalError("canceling statement due to statement timeout")
-
-    monkeypatch.setattr(sql.API_KEY_BY_DIGEST, "fetch", refuse)
-    health_check_due()
-    assert_unavailable(send(api_client, "GET", {"user_group_id": group.provided_id}))
-    assert len(calls) == 1
+    between_requests()
+    with connection.execute_wrapper(refuse):
+        assert_unavailable(send(api_client, "GET", {"user_group_id": group.provided_id}))
+    assert len(refused) == 1

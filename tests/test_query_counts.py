@@ -51,43 +51,40 @@ def test_existing_group_without_mappings_costs_the_same(
 def test_rotation_costs_at_most_three_queries_and_one_write(
     api_client, mapped_group, django_assert_max_num_queries
 ):
-    # On PostgreSQL the swap reads the group back (writes.SWAP_RETURNING): two.
-    with django_assert_max_num_queries(2 if connection.vendor == "postgresql" else 3) as queries:
+    # The key, the group's read, the swap (PostgreSQL too since 0.3: the ORM's UPDATE
+    # returns no row, so the one-statement swap-and-read of 0.2 is gone).
+    with django_assert_max_num_queries(3) as queries:
         response = rotate(api_client, {"current_token": mapped_group.token})
     assert response.status_code == 200
     (update,) = statements(queries.captured_queries, WRITES)
     assert verb(update).startswith("UPDATE")
 
 
-def one_statement_creates() -> bool:
-    """Whether a group and its mappings are one INSERT here (usergroups.writes)."""
-    return connection.vendor == "postgresql"
-
-
 def test_creation_with_three_mappings_costs_at_most_six_queries(
     api_client, django_assert_max_num_queries
 ):
     # Inside the test's transaction: a savepoint and its release around the inserts.
-    with django_assert_max_num_queries(5 if one_statement_creates() else 6) as queries:
+    with django_assert_max_num_queries(6) as queries:
         response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
     assert response.json()["new_user_group"] is True
     inserts = statements(queries.captured_queries, ("INSERT",))
-    # The group, then its mappings in one statement; on PostgreSQL both in one.
-    assert len(inserts) == (1 if one_statement_creates() else 2)
+    # The group (save()), then its mappings in one statement (bulk_create).
+    assert len(inserts) == 2
     assert SchemaMapping.objects.count() == 3
 
 
 @pytest.mark.django_db(transaction=True)
-def test_creation_outside_a_transaction_costs_three_queries_on_postgresql(
+def test_creation_outside_a_transaction_costs_six_queries(
     api_client, django_assert_max_num_queries
 ):
-    """As a server runs it (no transaction open): on PostgreSQL the key, the miss and one
-    INSERT, with no BEGIN or SAVEPOINT; elsewhere BEGIN, the two INSERTs and COMMIT."""
-    with django_assert_max_num_queries(3 if one_statement_creates() else 6) as queries:
+    """As a server runs it (no transaction open): the key, the miss, then BEGIN, the two
+    INSERTs and COMMIT (PostgreSQL too since 0.3: its one-statement INSERT of a group and
+    its mappings was hand-written SQL, which the ORM cannot say)."""
+    with django_assert_max_num_queries(6) as queries:
         response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
     assert response.json()["new_user_group"] is True
     opened = statements(queries.captured_queries, ("SAVEPOINT", "BEGIN"))
-    assert len(opened) == (0 if one_statement_creates() else 1)
+    assert len(opened) == 1
     assert UserGroup.objects.get(provided_id="acme").mappings.count() == 3
 
 
@@ -121,8 +118,8 @@ def test_unknown_token_costs_two_queries(api_client, django_assert_num_queries):
 
 @pytest.mark.parametrize("error", [DatabaseError, IntegrityError])
 def test_a_failing_mapping_insert_leaves_no_group(api_client, error):
-    """The group and its mappings are written all or nothing: one statement on PostgreSQL,
-    one transaction elsewhere. The database refuses the statement that inserts mappings."""
+    """The group and its mappings are written all or nothing, in one transaction. The
+    database refuses the statement that inserts mappings."""
     table = SchemaMapping._meta.db_table
 
     def fail_mapping_inserts(execute, sql, params, many, context):

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
-from usergroups.conf import DEFAULTS
+from usergroups.conf import DEFAULTS, REMOVED
 from usergroups.crypto import token_secrets
 from usergroups.embed.keys import SigningKeyError, given_key
 
@@ -97,13 +97,21 @@ def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckM
                 id="usergroups.E007",
             )
         ]
-    errors = [
+    errors: list[CheckMessage] = [
         Error(
             f"Unknown USERGROUPS setting {name!r}.",
             hint=f"Known settings: {', '.join(sorted(DEFAULTS))}.",
             id="usergroups.E002",
         )
-        for name in sorted(set(options) - set(DEFAULTS))
+        for name in sorted(set(options) - set(DEFAULTS) - set(REMOVED))
+    ]
+    errors += [
+        Warning(
+            f"USERGROUPS setting {name!r} was removed and has no effect.",
+            hint=f"Remove it. {REMOVED[name]}",
+            id="usergroups.W003",
+        )
+        for name in sorted(set(options) & set(REMOVED))
     ]
     for name, minimum in _INTEGER_SETTINGS.items():
         value = options.get(name, DEFAULTS[name])

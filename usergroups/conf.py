@@ -31,9 +31,6 @@ DEFAULTS: dict[str, Any] = {
     "TOKEN_SECRET": None,
     # Older token secrets still accepted for unsealing, like SECRET_KEY_FALLBACKS.
     "TOKEN_SECRET_FALLBACKS": None,
-    # PostgreSQL: prepare the app's fixed statements on the server (usergroups.prepared).
-    # False behind a pooler that cannot keep them (PgBouncer in transaction mode < 1.21).
-    "PREPARED_STATEMENTS": True,
     # Embed tokens (CONTRACT section 6, usergroups.embed).
     # Lifetime of an embed token when the mint request gives no ``expires_in``, in seconds.
     "EMBED_TOKEN_SECONDS": 900,
@@ -51,6 +48,13 @@ DEFAULTS: dict[str, Any] = {
     # False: GroupTokenAuthentication refuses every group token (401), leaving the embed
     # side to short-lived embed tokens only.
     "EMBED_ACCEPT_GROUP_TOKENS": True,
+}
+
+#: Settings of earlier releases that nothing reads any more, with what replaces each:
+#: given, they are reported by check usergroups.W003, never refused.
+REMOVED: dict[str, str] = {
+    "PREPARED_STATEMENTS": "Server-side prepared statements are psycopg's own options "
+    '(DATABASES OPTIONS "prepare_threshold"), see the deployment docs.',
 }
 
 

@@ -12,7 +12,8 @@ reading it never costs a query:
   ``provided_id``), and ``computed_properties`` / ``computed_mapping``: the ancestors'
   properties and mappings merged from the root down, then the group's own (a top-level
   key of a deeper group wins; ``None`` properties add nothing). A child's record is
-  built with its :data:`Ancestor` chain, read in the same statement (``sql.LineageStatement``).
+  built with its :data:`Ancestor` chain, read in the same query as the group
+  (:mod:`usergroups.services.lineage`).
 - ``token``: unsealed from the sealed column it carries, at each access (microseconds,
   no query); None when no configured secret opens it. It is not a field: the record's
   repr and equality never show a token.
@@ -39,8 +40,7 @@ class Ancestor(NamedTuple):
     mapping: dict[str, str]
 
 
-#: The ``UserGroup`` columns a record is read from, in this order; the group statements
-#: of :mod:`usergroups.sql` select them so, then ``schema_id`` and ``data_source_id``.
+#: The ``UserGroup`` fields a record is read from, in this order (``from_values``).
 RECORD_FIELDS = (
     "team_id",
     "workspace_id",
@@ -55,10 +55,6 @@ RECORD_FIELDS = (
     "parent_id",
     "embed_generation",
 )
-_COUNT = len(RECORD_FIELDS)
-#: What an ancestor's rows carry in a lineage statement (its other columns are NULL): what
-#: a child inherits, and what links the chain.
-INHERITED_FIELDS = ("team_id", "provided_id", "properties", "parent_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +93,7 @@ class GroupRecord:
         whose mapping is ``mapping``'s ``(schema id, data source id)`` pairs, and whose
         ancestors are ``ancestors``, root first (the last one is the parent)."""
         fields = dict(zip(RECORD_FIELDS, values, strict=True))
-        # Sorted here, not only by the SQL: a database's collation may order otherwise.
+        # Sorted here, not by the database: its collation may order otherwise.
         own_mapping = dict(sorted(mapping))
         if (fields["parent_id"] is None) != (not ancestors):
             raise ValueError("A record of a child group needs its ancestors, and only it.")
@@ -126,30 +122,3 @@ class GroupRecord:
         """The record of a loaded ``group`` whose mapping is ``mapping``'s pairs."""
         values = [getattr(group, name) for name in RECORD_FIELDS]
         return cls.from_values(values, mapping, ancestors)
-
-    @classmethod
-    def from_rows(
-        cls, rows: Sequence[Sequence[Any]], ancestors: Sequence[Ancestor] = ()
-    ) -> "GroupRecord | None":
-        """The record of the first group in ``rows``, as the group statements of
-        :mod:`usergroups.sql` return them (one row per mapping entry, at least one row
-        per group); None for no rows."""
-        if not rows:
-            return None
-        first = rows[0]
-        team_id = first[0]
-        pairs = [
-            (row[_COUNT], row[_COUNT + 1])
-            for row in rows
-            if row[0] == team_id and row[_COUNT] is not None
-        ]
-        return cls.from_values(first[:_COUNT], pairs, ancestors)
-
-
-#: Where values are in a group statement's rows: the record's columns, the mapping entry
-#: (schema id, then data source id), then a lineage statement's distance.
-PARENT_INDEX = RECORD_FIELDS.index("parent_id")
-PROVIDED_ID_INDEX = RECORD_FIELDS.index("provided_id")
-PROPERTIES_INDEX = RECORD_FIELDS.index("properties")
-SCHEMA_INDEX = _COUNT
-DISTANCE_INDEX = _COUNT + 2

@@ -1,9 +1,8 @@
 """What must be off behind PgBouncer in transaction mode (docs/deployment.md), and why:
 a cursor Django declares ``WITH HOLD`` outside a transaction (what ``.iterator()`` does in
-autocommit; ``DISABLE_SERVER_SIDE_CURSORS``) and a prepared statement (the app's
-``PREPARED_STATEMENTS``) both live on one server connection, and PgBouncer may lend that
-connection to another client before the next use. The app's own prepared statements are
-named by their text, so they hold there (usergroups.prepared)."""
+autocommit; ``DISABLE_SERVER_SIDE_CURSORS``) and a prepared statement (psycopg's
+``prepare_threshold``) both live on one server connection, and PgBouncer may lend that
+connection to another client before the next use."""
 
 import collections
 
@@ -49,10 +48,10 @@ def test_a_prepared_statement_is_lost_between_transactions(cluster):
         other.rollback()
 
 
-def test_hosts_that_prepare_behind_pgbouncer_answer_each_request_its_own_group(cluster, figures):
-    """Every process prepares the same statements under the same names, on whichever
-    server connection PgBouncer lends it: a get is answered, and with the group it asked
-    for (psycopg's own names, ``_pg3_0``..., ran another client's statement there)."""
+def test_hosts_behind_pgbouncer_answer_each_request_its_own_group(cluster, figures):
+    """Concurrent gets on every host, on whichever server connection PgBouncer lends: each
+    is answered, and with the group it asked for (0.2's prepared statements once answered
+    another client's statement there)."""
     for i in range(4):  # made one at a time: no insert race, whose loser reads in a transaction
         status, body, _ = cluster.call("GET", {"user_group_id": f"prep-{i}"})
         assert status == 200, body
@@ -71,7 +70,7 @@ def test_hosts_that_prepare_behind_pgbouncer_answer_each_request_its_own_group(c
     assert set(hosts) == set(cluster.names), dict(hosts)
     assert answers == {True: 48}, answers
     figures.append(
-        f"statements prepared behind PgBouncer 1.18 (named by their text): {answers[True]} of"
+        f"concurrent gets behind PgBouncer 1.18: {answers[True]} of"
         f" 48 concurrent gets answered 200 with the group asked for (by host:"
         f" {dict(sorted(hosts.items()))})"
     )

@@ -43,8 +43,7 @@ HOST_PORT = 8000
 WORKERS = 2  # per host: 3 hosts x 2 sync workers on a 2-core machine
 # Behind PgBouncer in transaction mode: no server-side cursor may outlive a transaction,
 # and psycopg may prepare nothing (Debian's PgBouncer 1.18 cannot keep its statements):
-# Django's backend prepares none (prepare_threshold None). The app's own statements are
-# named by their text and hold there (usergroups.prepared): left on, as by default.
+# Django's backend prepares none (prepare_threshold None), and the app prepares nothing.
 # CONN_MAX_AGE keeps the cheap client connection.
 PGBOUNCER_OPTIONS = "disable_server_side_cursors=True"
 

@@ -12,7 +12,7 @@ READS = ("SELECT", "WITH")
 
 
 # A statement whose WITH holds an INSERT, UPDATE or DELETE (PostgreSQL's data-modifying
-# WITH: usergroups.writes) is that write, not a read.
+# WITH) is that write, not a read.
 _MODIFYING_WITH = re.compile(r"\s*WITH\b[^(]*\(\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 
 

@@ -15,7 +15,7 @@ from usergroups.api.parsers import loads_strict
 from usergroups.conf import usergroups_settings
 from usergroups.models import APIKey, SchemaMapping, UserGroup
 from usergroups.scopes import SCOPES
-from usergroups.services import hierarchy
+from usergroups.services import hierarchy, lineage
 from usergroups.validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
@@ -140,12 +140,12 @@ class UserGroupAdminForm(forms.ModelForm):
         if workspace is not None and parent.workspace_id != workspace.pk:
             self.add_error("parent", _("The parent must be a group of the same workspace."))
             return
-        chain = hierarchy.ancestors_of([parent.pk])[parent.pk]
+        chain = lineage.ancestors_of([parent.pk])[parent.pk]
         try:
             if self.instance.pk is None:
                 hierarchy.check_depth(chain)
             else:
-                height = max(level for _team_id, level in hierarchy.subtree(self.instance.pk))
+                height = max(level for _team_id, level in lineage.subtree(self.instance.pk))
                 hierarchy.check_move(self.instance.pk, chain, height)
         except hierarchy.InvalidParent as exc:
             self.add_error("parent", str(exc))

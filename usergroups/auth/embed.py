@@ -7,15 +7,13 @@ may declare the resource it serves, ``embed_resource = "sales"``: a token minted
 another one is refused there.
 
 Everything is checked here, at authentication, so a view cannot forget a check: the
-token (no query when it is bad), the group and its generation (one query, which also
-stands in for the connection's health check), the ``Origin`` header against the token's
-origin, and the view's resource.
+token (no query when it is bad), the group and its generation (one query), the
+``Origin`` header against the token's origin, and the view's resource.
 """
 
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from django.db import router
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework import status
@@ -26,8 +24,6 @@ from usergroups.auth.api_key import AuthorizationHeaderAuthentication
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import same_origin
-from usergroups.health import read_checking_connection
-from usergroups.models import UserGroup
 from usergroups.services import embed
 
 KEYWORD = "Embed"
@@ -102,10 +98,7 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
             raise EmbedTokenExpired() from None
         except tokens.InvalidEmbedToken:
             raise EmbedAuthenticationFailed(_("Invalid embed token.")) from None
-        # The group's read stands in for the connection's health check (usergroups.health).
-        grant = read_checking_connection(
-            lambda: embed.current_grant(claims), router.db_for_read(UserGroup)
-        )
+        grant = embed.current_grant(claims)
         if grant is None:
             raise EmbedAuthenticationFailed(
                 _("This embed token has been revoked, or its user group deleted.")

@@ -9,16 +9,17 @@ data source (see :mod:`usergroups.contrib.variables`).
 from collections.abc import Callable
 
 from django.contrib.auth.models import AnonymousUser
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework.exceptions import AuthenticationFailed
 
-from usergroups import crypto, sql
+from usergroups import crypto
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
 from usergroups.conf import usergroups_settings
 from usergroups.records import GroupRecord
-from usergroups.services.hierarchy import read_group
+from usergroups.services.lineage import find_group
 
 
 @sensitive_variables("token")
@@ -32,7 +33,10 @@ def resolve_group_token(token: object) -> GroupRecord | None:
     if not crypto.looks_like_group_token(token):
         return None
     digest = crypto.digest(token)
-    return read_group(sql.GROUP_BY_TOKEN, [digest, digest, timezone.now()])
+    return find_group(
+        Q(token_digest=digest)
+        | Q(previous_token_digest=digest, previous_token_valid_until__gt=timezone.now())
+    )
 
 
 class GroupTokenAuthentication(AuthorizationHeaderAuthentication):

@@ -1,14 +1,15 @@
 """The app's one door for writes: every change to a group or an API key goes through here.
 
 One module per aggregate: :mod:`.groups` (groups and their mappings: get-or-create,
-rotation, update, delete, list, resealing tokens), :mod:`.hierarchy` (what a child
-inherits, and the rules a parent must keep: used by :mod:`.groups`, writes nothing),
+rotation, update, delete, list, resealing tokens), :mod:`.hierarchy` (the rules a
+parent must keep: used by :mod:`.groups`, writes nothing), :mod:`.lineage` (the walks up
+and down the hierarchy: a group with what it inherits, ancestors, descendants; reads only),
 :mod:`.keys` (API keys: issue, lookup, use, change, revocation, deletion) and
 :mod:`.embed` (embed tokens: mint, introspect, revoke; writes only a revocation). The API
 views, the admin, the management commands and host code all call them, so signals,
 logging and guarantees are the same from every door.
 """
 
-from usergroups.services import embed, groups, hierarchy, keys
+from usergroups.services import embed, groups, hierarchy, keys, lineage
 
-__all__ = ["embed", "groups", "hierarchy", "keys"]
+__all__ = ["embed", "groups", "hierarchy", "keys", "lineage"]

@@ -19,18 +19,17 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import router, transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import sql
 from usergroups.conf import usergroups_settings
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.models import UserGroup
 from usergroups.records import GroupRecord
-from usergroups.services import hierarchy
-from usergroups.services.retry import retry_on_conflict
+from usergroups.services import lineage
+from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
 logger = logging.getLogger(__name__)
@@ -56,19 +55,12 @@ class MintedToken:
     group: MintedGroup
 
 
-_MINTED_COLUMNS = [
-    [field.attname for field in UserGroup._meta.concrete_fields].index(name)
-    for name in MintedGroup._fields
-]
-
-
 def group_to_mint(workspace_id: int, provided_id: str) -> MintedGroup | None:
     """The workspace's group ``provided_id``, as a mint names it; None if there is none.
     One indexed read of the group's own row."""
-    rows = sql.GROUP_ROW_BY_PROVIDED_ID.fetch([workspace_id, provided_id])[1]
-    if not rows:
-        return None
-    return MintedGroup(*(rows[0][index] for index in _MINTED_COLUMNS))
+    groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
+    rows = groups.order_by().values_list(*MintedGroup._fields)[:1]
+    return next((MintedGroup(*row) for row in rows), None)
 
 
 @sensitive_variables("token")
@@ -113,7 +105,7 @@ def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
     """The grant of verified ``claims`` if their group still exists and has not revoked
     them since: one indexed query (by primary key, with what the group inherits, at any
     depth)."""
-    group = hierarchy.read_group(sql.GROUP_BY_TEAM_ID, [claims.team_id])
+    group = lineage.find_group(Q(pk=claims.team_id))
     if group is None or group.embed_generation != claims.generation:
         return None
     return EmbedGrant(group, claims)
@@ -146,7 +138,7 @@ def revoke_embed_tokens_of(workspace_id: int, provided_id: str) -> GroupRecord |
     return _revoke(UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id))
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
     with transaction.atomic(using=router.db_for_write(UserGroup)):
         team_id = matching.select_for_update().values_list("pk", flat=True).first()
@@ -155,7 +147,7 @@ def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
         UserGroup.objects.filter(pk=team_id).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
         )
-        record = hierarchy.read_group(sql.GROUP_BY_TEAM_ID, [team_id])
+        record = lineage.find_group(Q(pk=team_id))
     if record is None:  # a read of the row this transaction holds locked: never
         return None
     send_on_commit(embed_tokens_revoked, group=record)

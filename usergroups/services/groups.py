@@ -19,19 +19,19 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, router, transaction
-from django.db.models import QuerySet
+from django.db import IntegrityError, connections, router, transaction
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto, scopes, sql, writes
+from usergroups import crypto, scopes
 from usergroups.conf import usergroups_settings
 from usergroups.models import SchemaMapping, UserGroup
 from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
-from usergroups.services import hierarchy
+from usergroups.services import hierarchy, lineage
 from usergroups.services.hierarchy import InvalidParent
-from usergroups.services.retry import retry_on_conflict
+from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
     group_created,
     group_deleted,
@@ -58,18 +58,13 @@ class HasChildren(Exception):
         self.descendants = descendants
 
 
-def _read(statement: sql.Statement, params: list[Any]) -> GroupRecord | None:
-    """The group the statement finds, with what it inherits (see hierarchy.read_group)."""
-    return hierarchy.read_group(statement, params)
-
-
 def _atomic() -> transaction.Atomic:
     return transaction.atomic(using=router.db_for_write(UserGroup))
 
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The group of ``provided_id`` in the workspace, or None: one query at any depth."""
-    return _read(sql.GROUP_BY_PROVIDED_ID, [workspace_id, provided_id])
+    return lineage.find_group(Q(workspace_id=workspace_id, provided_id=provided_id))
 
 
 def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
@@ -80,7 +75,7 @@ def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
     )
 
 
-@retry_on_conflict
+@retry_on_deadlock
 @sensitive_variables("token")
 def create_group(
     workspace_id: int,
@@ -90,8 +85,8 @@ def create_group(
     properties: dict[str, Any] | None,
     parent_user_group_id: str | None = None,
 ) -> GroupRecord:
-    """Insert a group and its mappings, all or nothing (one statement on PostgreSQL, one
-    transaction elsewhere: :mod:`usergroups.writes`); IntegrityError on a duplicate,
+    """Insert a group and its mappings in one transaction, all or nothing (a savepoint
+    inside the caller's, so a duplicate leaves it usable); IntegrityError on a duplicate,
     :class:`InvalidParent` when the parent named is unknown or already at the deepest
     level (and then nothing is written)."""
     token = crypto.new_group_token()
@@ -100,18 +95,17 @@ def create_group(
     )
     group.set_token(token)
     chain: list[Ancestor] = []
-    using = router.db_for_write(UserGroup)
-    # Without a parent to check, a create that is one statement needs no transaction.
-    if parent_user_group_id is None and not writes.needs_transaction(using, mapping):
-        writes.insert_group(group, mapping, using)
-    else:
-        with transaction.atomic(using=using):
-            if parent_user_group_id is not None:
-                hierarchy.lock_workspace(workspace_id)
-                chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
-                hierarchy.check_depth(chain)
-                group.parent_id = chain[-1].team_id
-            writes.insert_group(group, mapping, using)
+    with _atomic():
+        if parent_user_group_id is not None:
+            hierarchy.lock_workspace(workspace_id)
+            chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
+            hierarchy.check_depth(chain)
+            group.parent_id = chain[-1].team_id
+        group.save(force_insert=True)
+        SchemaMapping.objects.bulk_create(
+            SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
+            for schema_id, source in mapping.items()
+        )
     record = GroupRecord.from_model(group, mapping.items(), chain)
     send_on_commit(group_created, group=record)
     logger.info("Created user group team_id=%s in workspace %s", record.team_id, workspace_id)
@@ -178,13 +172,31 @@ def _allow(scope: str) -> None:
     """Host code and the admin may do anything: no scope to check."""
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _read_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The winner of a lost insert race, read with a locking read, which sees the latest
     committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
     the winner is gone again (deleted, or renamed)."""
+    using = router.db_for_write(UserGroup)
+    # PostgreSQL refuses to lock the nullable side of an outer join: lock the group's row.
+    of = ("self",) if connections[using].features.has_select_for_update_of else ()
     with _atomic():
-        return _read(sql.GROUP_BY_PROVIDED_ID_FOR_UPDATE, [workspace_id, provided_id])
+        rows = list(
+            UserGroup.objects.select_for_update(of=of)
+            .filter(workspace_id=workspace_id, provided_id=provided_id)
+            .order_by()
+            .values_list(*RECORD_FIELDS, "mappings__schema_id", "mappings__data_source_id")
+        )
+        if not rows:
+            return None
+        values = rows[0][: len(RECORD_FIELDS)]
+        pairs = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
+        parent_id = values[RECORD_FIELDS.index("parent_id")]
+        if parent_id is None:
+            return GroupRecord.from_values(values, pairs)
+        chain = lineage.ancestors_of([parent_id]).get(parent_id)
+        # No chain: the parent went with the group's deletion meanwhile; gone, as a 404 says.
+        return GroupRecord.from_values(values, pairs, chain) if chain else None
 
 
 @sensitive_variables("current_token")
@@ -201,7 +213,7 @@ def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
 
 # Retried with the digest, not the token: the retry's frame holds its arguments, and
 # only a function marked with sensitive_variables has them hidden from error reports.
-@retry_on_conflict
+@retry_on_deadlock
 def _rotate_digest(workspace_id: int, old_digest: str) -> GroupRecord | None:
     return _swap_token(workspace_id, old_digest)
 
@@ -214,14 +226,11 @@ def rotate_group_token(group: UserGroup | GroupRecord) -> GroupRecord | None:
 @sensitive_variables("token")
 def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
     """The compare-and-swap of the group of the workspace whose digest is ``old_digest``:
-    on PostgreSQL one statement that also reads the group back (writes.SWAP_RETURNING);
-    elsewhere the group's read, then the swap by its id."""
-    using = router.db_for_write(UserGroup)
-    group = None
-    if not writes.swap_returns_group(using):
-        group = _read(sql.GROUP_BY_TOKEN_DIGEST, [workspace_id, old_digest])
-        if group is None:
-            return None
+    the group's read, then one UPDATE by its id that applies only if the digest is still
+    ``old_digest`` (one statement: atomic by itself)."""
+    group = lineage.find_group(Q(workspace_id=workspace_id, token_digest=old_digest))
+    if group is None:
+        return None
     token = crypto.new_group_token()
     token_digest = crypto.digest(token)
     token_sealed = crypto.seal_token(token, token_digest)
@@ -238,24 +247,19 @@ def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
         "previous_token_digest": old_digest if grace else None,
         "previous_token_valid_until": now + timedelta(seconds=grace) if grace else None,
     }
-    if group is None:
-        params = [*(values[name] for name in writes.SWAPPED), workspace_id, old_digest]
-        # None: no group held the digest, or (a child) its subtree was deleted between
-        # the swap and the read of its ancestors: the group is gone, as a 404 says.
-        rotated = hierarchy.record_from_rows(writes.SWAP_RETURNING.fetch(params)[1])
-        if rotated is None:
-            return None
-    elif writes.swap_token(using, group.team_id, old_digest, values):
-        rotated = replace(
-            group,
-            token_digest=token_digest,
-            token_sealed=token_sealed,
-            token_rotated_at=now,
-            updated_at=now,
-            embed_generation=group.embed_generation + 1,  # unless a revocation came between
-        )
-    else:
+    swapped = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
+        embed_generation=F("embed_generation") + 1, **values
+    )
+    if not swapped:
         return None
+    rotated = replace(
+        group,
+        token_digest=token_digest,
+        token_sealed=token_sealed,
+        token_rotated_at=now,
+        updated_at=now,
+        embed_generation=group.embed_generation + 1,  # unless a revocation came between
+    )
     send_on_commit(token_rotated, group=rotated)
     logger.info("Rotated the token of user group team_id=%s", rotated.team_id)
     return rotated
@@ -323,7 +327,7 @@ def _update(
     return record
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _update_locked(
     groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None
 ) -> tuple[GroupRecord, int | None] | None:
@@ -353,7 +357,7 @@ def _update_locked(
         group.save(update_fields=[*fields, "updated_at"])
         if "mapping" in changes:
             _replace_mapping(group, changes["mapping"])
-        record = _read(sql.GROUP_BY_TEAM_ID, [group.team_id])
+        record = lineage.find_group(Q(pk=group.team_id))
     assert record is not None  # read in the transaction that holds the row's lock
     return record, old_parent_id
 
@@ -367,7 +371,7 @@ def _new_parent_id(group: UserGroup, parent_user_group_id: str | None) -> int | 
     chain = hierarchy.parent_chain(group.workspace_id, parent_user_group_id)
     parent_id = chain[-1].team_id
     if parent_id != group.parent_id:  # staying is allowed, whatever the bound says now
-        height = max(level for _team_id, level in hierarchy.subtree(group.team_id))
+        height = max(level for _team_id, level in lineage.subtree(group.team_id))
         hierarchy.check_move(group.team_id, chain, height)
     return parent_id
 
@@ -412,7 +416,7 @@ def delete_group_by_team_id(team_id: int, *, cascade: bool = False) -> list[Grou
     return _delete(UserGroup.objects.filter(pk=team_id), cascade)
 
 
-@retry_on_conflict  # given the digest, never the token (see _rotate_digest)
+@retry_on_deadlock  # given the digest, never the token (see _rotate_digest)
 def _delete(
     groups: QuerySet[UserGroup], cascade: bool, workspace_id: int | None = None
 ) -> list[GroupRecord]:
@@ -426,7 +430,7 @@ def _delete(
         team_id = groups.select_for_update().values_list("pk", flat=True).first()
         if team_id is None:
             return []
-        tree = hierarchy.subtree(team_id)
+        tree = lineage.subtree(team_id)
         if len(tree) > 1 and not cascade:
             raise HasChildren(len(tree) - 1)
         order = {tree_id: index for index, (tree_id, _level) in enumerate(tree)}
@@ -494,7 +498,7 @@ def _records(groups: QuerySet[UserGroup]) -> list[GroupRecord]:
     for team_id, schema_id, source in pairs:
         mappings[team_id].append((schema_id, source))
     parent = RECORD_FIELDS.index("parent_id")
-    chains = hierarchy.ancestors_of(row[parent] for row in rows if row[parent] is not None)
+    chains = lineage.ancestors_of(row[parent] for row in rows if row[parent] is not None)
     return [
         GroupRecord.from_values(
             row, mappings[row[0]], chains[row[parent]] if row[parent] is not None else ()

@@ -15,15 +15,12 @@ from django.db import router, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto, sql
+from usergroups import crypto
 from usergroups.models import APIKey
 from usergroups.scopes import SCOPES, field_name
 from usergroups.signals import api_key_rotated, send_on_commit
 
 logger = logging.getLogger(__name__)
-
-# The whole row, as ``APIKey.objects.get(prefix=...)`` would load it.
-_KEY_FIELDS = [field.attname for field in APIKey._meta.concrete_fields]
 
 
 @sensitive_variables("key")
@@ -51,10 +48,9 @@ def find_api_key(key: str) -> APIKey | None:
     if not crypto.looks_like_api_key(key):
         return None
     key_digest = crypto.digest(key)
-    using, rows = sql.API_KEY_BY_DIGEST.fetch([key_digest])
-    if not rows:
+    row = APIKey.objects.filter(digest=key_digest).first()
+    if row is None:
         return None
-    row = APIKey.from_db(using, _KEY_FIELDS, rows[0])
     # The database matched the digest already; comparing again, in constant time, keeps a
     # lenient collation (MariaDB's are case- and pad-insensitive) from accepting a near match.
     if not hmac.compare_digest(row.digest, key_digest):

@@ -1,5 +1,7 @@
-"""Transactions that lost a conflict with another one, through no fault of their own,
-are run again, a bounded number of times.
+"""Transactions the database rolled back to resolve a deadlock or a serialization failure,
+through no fault of their own, are run again, a bounded number of times.
+
+(Not the API's 409 ``Conflict``, which answers a request at odds with what is stored.)
 
 When two transactions each wait for a lock the other holds (a deadlock), or the
 database cannot serialize them, it rolls one back so the other can go on. Nothing was
@@ -33,7 +35,7 @@ _POSTGRES_CONFLICTS = {"40001", "40P01"}
 _MYSQL_CONFLICTS = {1213, 1020}
 
 
-def is_conflict(exc: OperationalError) -> bool:
+def is_deadlock_or_serialization_failure(exc: OperationalError) -> bool:
     """Whether ``exc`` is a deadlock or serialization failure, not another failure (a lost
     connection, a lock wait that timed out: running again would only wait again)."""
     cause = exc.__cause__
@@ -43,10 +45,11 @@ def is_conflict(exc: OperationalError) -> bool:
     return bool(exc.args) and exc.args[0] in _MYSQL_CONFLICTS
 
 
-def retry_on_conflict(function: Callable[P, R]) -> Callable[P, R]:
-    """Run ``function`` again when it loses a conflict, at most :data:`ATTEMPTS` times in
-    all; the last failure propagates (answered 503). Not inside an enclosing transaction:
-    InnoDB rolls the whole of it back, so only its owner can run it again."""
+def retry_on_deadlock(function: Callable[P, R]) -> Callable[P, R]:
+    """Run ``function`` again when the database rolls it back to resolve a deadlock or a
+    serialization failure, at most :data:`ATTEMPTS` times in all; the last failure
+    propagates (answered 503). Not inside an enclosing transaction: InnoDB rolls the
+    whole of it back, so only its owner can run it again."""
 
     @functools.wraps(function)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -55,7 +58,11 @@ def retry_on_conflict(function: Callable[P, R]) -> Callable[P, R]:
                 return function(*args, **kwargs)
             except OperationalError as exc:
                 connection = transaction.get_connection(router.db_for_write(UserGroup))
-                if attempt == ATTEMPTS or connection.in_atomic_block or not is_conflict(exc):
+                if (
+                    attempt == ATTEMPTS
+                    or connection.in_atomic_block
+                    or not is_deadlock_or_serialization_failure(exc)
+                ):
                     raise
                 logger.info(
                     "%s lost a conflict with another transaction (%s); running it again",
