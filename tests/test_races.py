@@ -154,7 +154,7 @@ def test_lost_insert_race_returns_the_stored_group(api_key, group, monkeypatch):
 def test_insert_race_lost_to_a_group_deleted_before_it_is_read(api_key, group, monkeypatch):
     """Deterministic: the lookup misses, the insert meets the stored group, and that group
     is deleted before the loser reads it. The id is free again: it is created, not a 500."""
-    real_find_group, real_find_locked = services.groups.find_group, services.groups._read_winner
+    real_find_group, real_find_locked = services.groups.find_group, services.groups.read_race_winner
     misses, deleted = [], []
 
     def find_group_once_missing(workspace_id, provided_id):
@@ -169,7 +169,7 @@ def test_insert_race_lost_to_a_group_deleted_before_it_is_read(api_key, group, m
         return real_find_locked(workspace_id, provided_id)
 
     monkeypatch.setattr(services.groups, "find_group", find_group_once_missing)
-    monkeypatch.setattr(services.groups, "_read_winner", delete_winner_first)
+    monkeypatch.setattr(services.groups, "read_race_winner", delete_winner_first)
     status, body = status_and_body(
         get_or_create(client_for(api_key.key), {"user_group_id": group.provided_id})
     )
@@ -187,7 +187,7 @@ def test_rename_onto_an_id_freed_meanwhile_is_retried(api_key, monkeypatch):
     conflict is looked into: the id is free, so the rename is run again and succeeds."""
     renamed = UserGroupFactory(workspace=api_key.workspace, provided_id="from")
     holder = UserGroupFactory(workspace=api_key.workspace, provided_id="to")
-    real_update, calls = services.groups._update_locked, []
+    real_update, calls = services.groups.update_locked, []
 
     def update_then_free_the_id(*args):
         calls.append(args)
@@ -197,7 +197,7 @@ def test_rename_onto_an_id_freed_meanwhile_is_retried(api_key, monkeypatch):
             if len(calls) == 1:
                 UserGroup.objects.filter(pk=holder.pk).delete()
 
-    monkeypatch.setattr(services.groups, "_update_locked", update_then_free_the_id)
+    monkeypatch.setattr(services.groups, "update_locked", update_then_free_the_id)
     group = services.groups.update_group(renamed.workspace_id, "from", {"provided_id": "to"})
 
     assert len(calls) == 2

@@ -49,9 +49,6 @@ WIDENED_TABLES = ("usergroups_usergroup", "usergroups_apikey")
 WIDENED_LENGTH = 300
 SERVER_VARIABLES = {
     "DATABASE_CONN_MAX_AGE": "600",  # every connection outlives the run
-    # 0.2's own prepared statements fail this test (issue 20); this variable turns them
-    # off while the setting exists and is ignored once it is gone.
-    "USERGROUPS_PREPARED_STATEMENTS": "false",
 }
 
 

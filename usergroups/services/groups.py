@@ -157,7 +157,7 @@ def get_or_create_group(
             ), True
         except IntegrityError as exc:
             error = exc
-        winner = _read_winner(workspace_id, provided_id)
+        winner = read_race_winner(workspace_id, provided_id)
         if winner is not None:
             check(scopes.READ)
             return winner, False
@@ -173,7 +173,7 @@ def _allow(scope: str) -> None:
 
 
 @retry_on_deadlock
-def _read_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
+def read_race_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The winner of a lost insert race, read with a locking read, which sees the latest
     committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
     the winner is gone again (deleted, or renamed)."""
@@ -298,7 +298,7 @@ def _update(
     error: IntegrityError | None = None
     for _attempt in range(ATTEMPTS_WHEN_GONE):
         try:
-            updated = _update_locked(groups, changes, workspace_id)
+            updated = update_locked(groups, changes, workspace_id)
             break
         except IntegrityError as exc:
             if "provided_id" not in changes:
@@ -328,7 +328,7 @@ def _update(
 
 
 @retry_on_deadlock
-def _update_locked(
+def update_locked(
     groups: QuerySet[UserGroup], changes: dict[str, Any], workspace_id: int | None
 ) -> tuple[GroupRecord, int | None] | None:
     """The updated group (of ``workspace_id``, when known) and its parent's id before."""
