@@ -145,6 +145,8 @@ USERGROUPS = {
     "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
     # PostgreSQL: false behind PgBouncer in transaction mode before 1.21 (see the docs).
     "PREPARED_STATEMENTS": env.bool("USERGROUPS_PREPARED_STATEMENTS", default=True),
+    # true in production: every mint must name the page's origin (check --deploy warns).
+    "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=False),
 }
 
 # The demo customer site (/demo/) mints embed tokens that live this long (seconds, 30 at

@@ -17,7 +17,6 @@ from django.db import IntegrityError, close_old_connections, connection, connect
 from django.db.utils import DataError, InterfaceError, InternalError, OperationalError
 
 from tests.support.api import assert_error, send
-from tests.support.embed import dashboard, minted
 from usergroups.api.exceptions import exception_handler
 from usergroups.models import UserGroup
 
@@ -204,17 +203,13 @@ def health_check_due() -> None:
 
 def first_read(api_client, group, kind: str):
     """A request whose first query will be one of the app's reads, to send: a get (the
-    fast path's key lookup), a rotation (DRF's dispatch, the key lookup), a host's view
-    behind ``EmbedTokenAuthentication`` (the group's read; its token minted now)."""
+    fast path's key lookup) or a rotation (DRF's dispatch, the key lookup)."""
     if kind == "fast-path-get":
         return lambda: send(api_client, "GET", {"user_group_id": group.provided_id})
-    if kind == "drf-dispatch-rotation":
-        return lambda: send(api_client, "POST", {"current_token": group.token})
-    token = minted(api_client, group.provided_id)
-    return lambda: dashboard(token)
+    return lambda: send(api_client, "POST", {"current_token": group.token})
 
 
-FIRST_READS = ["fast-path-get", "drf-dispatch-rotation", "embed-token-verification"]
+FIRST_READS = ["fast-path-get", "drf-dispatch-rotation"]
 
 
 @pytest.mark.parametrize("kind", FIRST_READS)

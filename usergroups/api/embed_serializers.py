@@ -71,6 +71,12 @@ class MintRequestSerializer(serializers.Serializer):
     expires_in = ExpiresInField(required=False)
     params = ParamsField(required=False)
 
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Read per request, as every setting is: override_settings applies at once.
+        fields = super().get_fields()
+        fields["origin"].required = usergroups_settings.EMBED_REQUIRE_ORIGIN
+        return fields
+
     def run_validation(self, data: Any = empty) -> Any:
         # Every embedded view mints: valid input is checked by the validators the fields
         # run, without DRF's per-request deep copy of the fields (and by the fast path,
@@ -88,6 +94,8 @@ def valid_mint(data: Any) -> dict[str, Any] | None:
         valid: dict[str, Any] = {"user_group_id": check_text(data["user_group_id"])}
         if "resource" in data:
             valid["resource"] = check_text(data["resource"])
+        if "origin" not in data and usergroups_settings.EMBED_REQUIRE_ORIGIN:
+            return None
         if "origin" in data:
             origin = data["origin"]
             valid["origin"] = normalize_origin(origin) if isinstance(origin, str) else None

@@ -47,6 +47,10 @@ class ExpiredEmbedToken(InvalidEmbedToken):
     """A token of this server whose ``exp`` has passed."""
 
 
+class OriginRequired(InvalidEmbedToken):
+    """A token without ``origin`` while ``EMBED_REQUIRE_ORIGIN`` is on."""
+
+
 class TokenTooLarge(ValueError):
     """The claims would make a token over :data:`MAX_TOKEN_BYTES`."""
 
@@ -121,7 +125,9 @@ def verify(token: object) -> Claims:
     """The claims of a token this server signed and that has not expired.
 
     Raises :class:`ExpiredEmbedToken` for an expired one (only once its signature
-    holds), :class:`InvalidEmbedToken` for anything else. No database access.
+    holds), :class:`OriginRequired` for one without ``origin`` while
+    ``EMBED_REQUIRE_ORIGIN`` is on, :class:`InvalidEmbedToken` for anything else. No
+    database access.
 
     The signature is checked once per process and token (:mod:`.verified` remembers
     the digests of tokens that passed, under the keys in force); the claims, ``exp``
@@ -196,7 +202,10 @@ def _checked(raw: Any) -> Claims:
         or not isinstance(raw["jti"], str)
     ):
         raise InvalidEmbedToken("iss, aud or jti")
-    return _typed(raw)
+    claims = _typed(raw)
+    if claims.origin is None and usergroups_settings.EMBED_REQUIRE_ORIGIN:
+        raise OriginRequired("no origin")
+    return claims
 
 
 def _typed(raw: dict[str, Any]) -> Claims:
