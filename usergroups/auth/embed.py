@@ -18,7 +18,6 @@ an authenticated :class:`~usergroups.auth.principal.GroupPrincipal`.
 
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework import status
@@ -27,6 +26,7 @@ from rest_framework.request import Request
 
 from usergroups.api.exceptions import ContractFailure
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
+from usergroups.auth.principal import GroupPrincipal
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import same_origin
@@ -110,7 +110,7 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
         return result
 
     @sensitive_variables("credential")
-    def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, EmbedGrant]:
+    def authenticate_credentials(self, credential: str) -> tuple[GroupPrincipal, EmbedGrant]:
         try:
             claims = tokens.verify(credential)
         except tokens.ExpiredEmbedToken:
@@ -126,4 +126,4 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
             raise EmbedAuthenticationFailed(
                 _("This embed token has been revoked, or its user group deleted.")
             )
-        return AnonymousUser(), grant
+        return GroupPrincipal.of(grant.group), grant
