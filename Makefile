@@ -38,9 +38,10 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 	$(PIP) install -e ".[$*]"
 	@touch $@
 
+# demo_setup reports the key it issues: the app's INFO log line would say it a second time.
 demo-setup: $(VENV)/.installed-example
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
-	DJANGO_DEBUG=true $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
+	DJANGO_DEBUG=true USERGROUPS_LOG_LEVEL=WARNING $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
 
 demo: demo-setup
 	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
