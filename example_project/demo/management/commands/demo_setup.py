@@ -117,9 +117,7 @@ class Command(BaseCommand):
         mint_body = json.dumps(
             {"user_group_id": "acme-eu", "resource": "sales", "origin": base_url, "expires_in": 600}
         )
-        mint = (
-            f"{curl} -X POST {url}/embed-token -H {auth} {json_type} -d {shlex.quote(mint_body)}"
-        )
+        mint = f"{curl} -X POST {url}/embed-token -H {auth} {json_type} -d {shlex.quote(mint_body)}"
         token_of = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"embed_token\"])'"
         embed = (
             f"EMBED_TOKEN=$({mint} | {token_of})\n"
