@@ -15,7 +15,7 @@ comma := ,
 # by a MariaDB DATABASE_URL or, under CI=true, by the live race test's own MariaDB database.
 TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI))),$(comma)mysql)
 
-.PHONY: help demo demo-setup test lint typecheck tox docs clean
+.PHONY: help demo demo-setup test lint typecheck tox docs docs-serve clean
 
 help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
@@ -25,6 +25,7 @@ help:
 	@echo "make tox    the Python x Django matrix of tox.ini, and its lowest/newest releases"
 	@echo "            (needs python3.11-3.13; one env: make tox TOX_ARGS=\"-e lowest\")"
 	@echo "make docs   build the documentation site (docs/, mkdocs.yml) strictly into site/"
+	@echo "make docs-serve  serve the docs on $(HOST):8001, rebuilt as you edit them"
 	@echo "make cluster-test  3 app hosts in network namespaces behind HAProxy, on PgBouncer and"
 	@echo "            Redis: races, throttling, faults under load, throughput (root; ~5 min)"
 	@echo "make clean  remove .venv, .tox, build/, dist/, site/ and the demo database and key"
@@ -37,9 +38,10 @@ $(VENV)/.installed-%: pyproject.toml | $(PY)
 	$(PIP) install -e ".[$*]"
 	@touch $@
 
+# demo_setup reports the key it issues: the app's INFO log line would say it a second time.
 demo-setup: $(VENV)/.installed-example
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
-	DJANGO_DEBUG=true $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
+	DJANGO_DEBUG=true USERGROUPS_LOG_LEVEL=WARNING $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
 
 demo: demo-setup
 	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
@@ -63,6 +65,11 @@ tox: $(PY)
 # Warnings (a broken link, a page left out of the nav) fail the build.
 docs: $(VENV)/.installed-docs
 	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+# The docs served with live reload while you edit them: http://$(HOST):$(DOCS_PORT)/
+DOCS_PORT ?= 8001
+docs-serve: $(VENV)/.installed-docs
+	$(VENV)/bin/mkdocs serve --strict --dev-addr $(HOST):$(DOCS_PORT)
 
 clean:
 	rm -rf $(VENV) .tox build dist site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key

@@ -9,9 +9,10 @@ section's code blocks in order, as written:
 - ``sh`` blocks run line by line in the site with the venv first on PATH. In a
   ``pip install`` line, the package (``/path/to/django-usergroups`` or
   ``django-usergroups``, extras kept) is the wheel under test: nothing is fetched by name.
-- ``python`` blocks are split at ``# settings.py`` / ``# urls.py`` lines and applied to
-  the site's file: a list the file already has (``INSTALLED_APPS = [# ..., "x"]``) gets
-  the new items, imports go after the file's imports, anything else is appended.
+- ``python`` blocks are split at ``# settings.py`` / ``# urls.py`` / ``# views.py``
+  lines and applied to the site's file (a module the site lacks, such as ``views.py``,
+  is created): a list the file already has (``INSTALLED_APPS = [# ..., "x"]``) gets the
+  new items, imports go after the file's imports, anything else is appended.
 
 Then ``manage.py check --fail-level WARNING`` must pass (the page says nothing else is
 required), ``manage.py runserver`` serves on a free loopback port, and each operation of
@@ -19,8 +20,13 @@ required), ``manage.py runserver`` serves on a free loopback port, and each oper
 create (new, then existing), rotate, PUT, list, DELETE, each answer checked.
 
 By default: the install page's sections "Install", "Settings and URLs" and "Migrate and
-create a key", in order. Point it at another page with --doc and --section (repeatable;
-the whole file if none).
+create a key", then the host views page's "The minimal view" and "With
+`IsAuthenticated`", in order, with DRF's default settings (the site's own
+``EXCEPTION_HANDLER``: DRF's). The host views are then called with embed tokens: a valid
+one passes ``HasEmbedToken`` and ``IsAuthenticated``; an expired, a forged, a revoked
+token, another origin and another resource are refused in the contract's failure shape
+with their codes, 401s with ``WWW-Authenticate: Embed error="<code>"``. Point it at
+another page with --doc and --section (repeatable; the whole file if none).
 """
 
 import argparse
@@ -222,19 +228,25 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def call(base: str, key: str, method: str, path: str = "/api/user", body=None):
+def fetch(url: str, method: str = "GET", body=None, **headers: str):
+    """(status, JSON body, headers) of one request, through no proxy."""
     request = urllib.request.Request(
-        base + path,
+        url,
         data=None if body is None else json.dumps(body).encode(),
         method=method,
-        headers={"Authorization": f"Token {key}", "Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **headers},
     )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=15) as response:
-            return response.status, json.load(response)
+            return response.status, json.load(response), response.headers
     except urllib.error.HTTPError as error:
-        return error.code, json.load(error)
+        return error.code, json.load(error), error.headers
+
+
+def call(base: str, key: str, method: str, path: str = "/api/user", body=None):
+    status, answer, _ = fetch(base + path, method, body, Authorization=f"Token {key}")
+    return status, answer
 
 
 def exercise(base: str, key: str) -> None:
@@ -277,7 +289,79 @@ def exercise(base: str, key: str) -> None:
     check(status == 401 and body["success"] == 0, "an unknown key: 401")
 
 
-def serve_and_exercise(site: Site, key: str) -> None:
+ORIGIN = "https://app.example.com"
+
+
+def refusal(status: int, body, headers, expected_status: int, code: str, what: str) -> None:
+    """The contract's failure body with ``code``, and on a 401 its Embed challenge."""
+    error = body.get("error") if isinstance(body, dict) else None
+    check(
+        status == expected_status
+        and set(body) == {"success", "error"}
+        and body["success"] == 0
+        and isinstance(error, dict)
+        and set(error) == {"code", "message"}
+        and error["code"] == code
+        and bool(error["message"]),
+        f"{what}: {expected_status} {code}, in the contract's failure shape",
+    )
+    if expected_status == 401:
+        challenge = headers.get("WWW-Authenticate")
+        check(challenge == f'Embed error="{code}"', f"{what}: WWW-Authenticate: {challenge}")
+
+
+def exercise_host_views(base: str, key: str) -> None:
+    """The host views of the host views page, under DRF's default exception handler."""
+    status, body = call(base, key, "GET", body={"user_group_id": "embed-smoke"})
+    check(status == 200, "a group for the embed tokens")
+    team_id = body["user_group"]["team_id"]
+
+    def mint(**fields) -> str:
+        status, body = call(
+            base, key, "POST", "/api/user/embed-token", {"user_group_id": "embed-smoke", **fields}
+        )
+        check(status == 200 and body["embed_token"].startswith("eyJ"), f"mint {fields}")
+        return body["embed_token"]
+
+    def host(path: str, token: str, **headers: str):
+        return fetch(base + path, Authorization=f"Embed {token}", **headers)
+
+    minted_at = time.monotonic()
+    short = mint(origin=ORIGIN, expires_in=30)
+    token = mint(origin=ORIGIN, resource="sales")
+    status, body, _ = host("/embed/api/sales/", token, Origin=ORIGIN)
+    check(status == 200 and body["group"] == "embed-smoke", "the minimal view: 200")
+    status, body, _ = host("/embed/api/whoami/", token, Origin=ORIGIN)
+    check(
+        status == 200 and body == {"user": f"usergroup:{team_id}", "user_group_id": "embed-smoke"},
+        "IsAuthenticated lets a valid embed token in; request.user is the group",
+    )
+    refusal(
+        *host("/embed/api/sales/", token, Origin="https://evil.example"),
+        403,
+        "origin_not_allowed",
+        "another origin",
+    )
+    refusal(
+        *host("/embed/api/sales/", mint(resource="orders")),
+        403,
+        "permission_denied",
+        "another resource",
+    )
+    head, payload, _ = token.split(".")
+    forged = f"{head}.{payload}.{'A' * 86}"
+    for path in ("/embed/api/sales/", "/embed/api/whoami/"):
+        refusal(*host(path, forged), 401, "authentication_failed", f"a forged token at {path}")
+    time.sleep(max(0.0, minted_at + 31 - time.monotonic()))
+    refusal(*host("/embed/api/sales/", short), 401, "token_expired", "an expired token")
+    status, _ = call(
+        base, key, "POST", "/api/user/embed-token/revoke", {"user_group_id": "embed-smoke"}
+    )
+    check(status == 200, "revoke the group's embed tokens")
+    refusal(*host("/embed/api/whoami/", token), 401, "authentication_failed", "a revoked token")
+
+
+def serve_and_exercise(site: Site, key: str, host_views: bool) -> None:
     port = free_port()
     log = open(site.folder / "runserver.log", "w+")
     server = subprocess.Popen(
@@ -301,6 +385,8 @@ def serve_and_exercise(site: Site, key: str) -> None:
                 time.sleep(0.3)
         print(f"runserver on {base}")
         exercise(base, key)
+        if host_views:
+            exercise_host_views(base, key)
     finally:
         server.terminate()
         server.wait(timeout=20)
@@ -310,11 +396,14 @@ def serve_and_exercise(site: Site, key: str) -> None:
 # --- The run ------------------------------------------------------------------------------
 
 
-def smoke(wheel: Path, python: str, doc: Path, titles: list[str], folder: Path) -> None:
-    text = "\n".join(section_text(doc, title) for title in titles or [None])
-    blocks = [(lang, body) for lang, body in code_blocks(text) if lang in SHELLS | {"python"}]
-    where = " + ".join(titles) or "(whole file)"
-    check(bool(blocks), f"{doc.name} § {where}: {len(blocks)} code blocks")
+def smoke(wheel: Path, python: str, pages: list[tuple[Path, list[str]]], folder: Path) -> None:
+    blocks = []
+    for doc, titles in pages:
+        text = "\n".join(section_text(doc, title) for title in titles or [None])
+        found = [(lang, body) for lang, body in code_blocks(text) if lang in SHELLS | {"python"}]
+        where = " + ".join(titles) or "(whole file)"
+        check(bool(found), f"{doc.name} § {where}: {len(found)} code blocks")
+        blocks += found
     site = Site(folder, python)
     site.dir.mkdir()
     key = None
@@ -334,7 +423,9 @@ def smoke(wheel: Path, python: str, doc: Path, titles: list[str], folder: Path) 
         else:
             for name, snippet in python_files(body):
                 target = site.dir / "mysite" / name
-                check(target.exists(), f"the page's {name} is the site's mysite/{name}")
+                if name in {"settings.py", "urls.py"}:
+                    check(target.exists(), f"the page's {name} is the site's mysite/{name}")
+                target.touch()
                 apply_snippet(target, snippet)
     check(key is not None, "the page creates an API key with create_api_key")
     check(
@@ -347,27 +438,41 @@ def smoke(wheel: Path, python: str, doc: Path, titles: list[str], folder: Path) 
         " django.get_version(), rest_framework.VERSION, usergroups.__version__)'"
     ).stdout.split()
     print("Python {} Django {} DRF {} django-usergroups {}".format(*versions))
-    serve_and_exercise(site, key.strip())
+    host_views = any(doc.name == HOST_VIEWS.name for doc, _ in pages)
+    if host_views:
+        handler = site.sh(
+            "python manage.py shell -c 'from rest_framework.settings import api_settings;"
+            " handler = api_settings.EXCEPTION_HANDLER;"
+            ' print(handler.__module__ + "." + handler.__name__)\''
+        ).stdout.split()[-1]  # after Django 5.2's note on the shell's automatic imports
+        check(handler == "rest_framework.views.exception_handler", f"DRF's own handler: {handler}")
+    serve_and_exercise(site, key.strip(), host_views)
 
 
 SHELLS = {"sh", "bash", "shell", "console"}
+INSTALL = ROOT / "docs" / "install.md"
+HOST_VIEWS = ROOT / "docs" / "host-views.md"
+DEFAULT_PAGES = [
+    (INSTALL, ["Install", "Settings and URLs", "Migrate and create a key"]),
+    (HOST_VIEWS, ["The minimal view", "With `IsAuthenticated`"]),
+]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("wheel", type=Path)
     parser.add_argument("--python", default=sys.executable, help="the new venv's interpreter")
-    parser.add_argument("--doc", type=Path, default=ROOT / "docs" / "install.md")
+    parser.add_argument("--doc", type=Path, help="one page instead of the default ones")
     parser.add_argument("--section", action="append", dest="sections", help="a heading")
     parser.add_argument("--keep", action="store_true", help="keep the temporary site")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="usergroups-wheel-smoke-"))
     print(f"site in {folder}")
     try:
-        sections = args.sections
-        if sections is None:
-            sections = ["Install", "Settings and URLs", "Migrate and create a key"]
-        smoke(args.wheel.resolve(), args.python, args.doc, sections, folder)
+        pages = DEFAULT_PAGES
+        if args.doc is not None or args.sections is not None:
+            pages = [(args.doc or INSTALL, args.sections or [])]
+        smoke(args.wheel.resolve(), args.python, pages, folder)
     except SmokeFailed as failure:
         print(f"WHEEL SMOKE FAILED: {failure}", file=sys.stderr)
         return 1

@@ -146,6 +146,8 @@ USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
     # e.g. "600/minute", counted in the default cache; empty: no throttling.
     "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
+    # true in production: every mint must name the page's origin (check --deploy warns).
+    "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=False),
 }
 
 # The demo customer site (/demo/) mints embed tokens that live this long (seconds, 30 at

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 
@@ -11,6 +12,8 @@ def health(request: HttpRequest) -> HttpResponse:
 
 
 urlpatterns = [
+    # The site's front page is the demo: a customer site embedding the dashboards.
+    path("", RedirectView.as_view(pattern_name="dashboards:customer-site"), name="home"),
     path("health", health, name="health"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

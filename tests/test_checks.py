@@ -174,8 +174,9 @@ PROBLEMS = {
 def test_each_problem_has_its_own_id_with_a_hint(installed):
     seen = {}
 
-    def record(problem: str) -> None:
-        messages = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
+    def record(problem: str, deploy: bool = False) -> None:
+        everything = run_checks(databases=[], include_deployment_checks=deploy)
+        messages = [m for m in everything if m.id.startswith("usergroups.")]
         assert len({m.id for m in messages}) == 1, (problem, messages)
         assert all(m.hint for m in messages), (problem, messages)
         seen[problem] = messages[0].id
@@ -183,9 +184,11 @@ def test_each_problem_has_its_own_id_with_a_hint(installed):
     for problem, overrides in PROBLEMS.items():
         with override_settings(**overrides):
             record(problem)
+    with override_settings(USERGROUPS={}):
+        record("embed tokens without origin accepted (check --deploy)", deploy=True)
     installed((6, 1, 0, "final", 0), "3.17.2")  # the one problem that is not a setting
     record("rest_framework too old for Django")
-    assert len(set(seen.values())) == len(PROBLEMS) + 1, seen
+    assert len(set(seen.values())) == len(PROBLEMS) + 2, seen
     # Every id the module can emit is one of these problems, and the checks page lists each.
     assert set(re.findall(r'id="(usergroups\.[EW]\d{3})"', CHECKS_SOURCE)) == set(seen.values())
     documented = set(re.findall(r"^\| `(usergroups\.[EW]\d{3})` \|", CHECKS_PAGE, re.MULTILINE))

@@ -72,7 +72,7 @@ def assert_refused(response, status, code):
     assert body["success"] == 0 and body["error"]["code"] == code
     assert "rows" not in body
     if status == 401:
-        assert response["WWW-Authenticate"] == "Embed"
+        assert response["WWW-Authenticate"] == f'Embed error="{code}"'
 
 
 # --- The customer site's page -------------------------------------------------------

@@ -2,13 +2,18 @@
 
 import io
 import json
+import os
+import re
 import shlex
 import stat
+import subprocess
+import sys
 
 import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from tests.support import ROOT
 from usergroups.models import APIKey, Workspace
 from usergroups.services.keys import find_api_key, issue_key, revoke_key
 
@@ -97,3 +102,66 @@ def test_every_group_the_printed_curls_create_shows_on_the_demo_dashboard(tmp_pa
         data = APIClient().get("/embed/api/sales/", HTTP_AUTHORIZATION=f"GroupToken {token}")
         assert data.status_code == 200, (body["user_group_id"], data.content)
         assert data.json()["rows"], body["user_group_id"]
+
+
+def printed_line(output: str, start: str) -> list[str]:
+    line = next(line for line in output.splitlines() if line.startswith(start))
+    return shlex.split(line)
+
+
+def test_the_printed_embed_token_mint_and_its_use_work(tmp_path):
+    """``make demo`` shows the release's headline: a mint, the token used as the
+    dashboard uses it (its Origin header included), and the JWK Set."""
+    key_file = tmp_path / ".demo-api-key"
+    output = demo_setup(key_file)
+    mint = printed_line(output, "EMBED_TOKEN=$(curl ")
+    body = json.loads(mint[mint.index("-d") + 1])
+    assert mint[mint.index("-X") + 2] == "http://127.0.0.1:8000/api/user/embed-token"
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key_file.read_text().strip()}")
+    minted = api.post("/api/user/embed-token", body, format="json")
+    assert minted.status_code == 200, minted.content
+    use = printed_line(output, "curl -sS -w '\\n' http://127.0.0.1:8000/embed/api/sales/")
+    origin = next(arg for arg in use if arg.startswith("Origin: ")).split(" ", 1)[1]
+    data = APIClient().get(
+        "/embed/api/sales/",
+        HTTP_AUTHORIZATION=f"Embed {minted.json()['embed_token']}",
+        HTTP_ORIGIN=origin,
+    )
+    assert data.status_code == 200 and data.json()["rows"], data.content
+    jwks = printed_line(output, "curl -sS -w '\\n' http://127.0.0.1:8000/api/user/embed-token/jwks")
+    assert APIClient().get(jwks[-1].removeprefix("http://127.0.0.1:8000")).json()["keys"]
+
+
+def test_the_front_page_leads_to_the_demo(client, tmp_path, settings):
+    settings.DASHBOARDS_DEMO_SITE = True  # as under make demo (DEBUG)
+    demo_setup(tmp_path / ".demo-api-key")
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == "/demo/"
+    assert client.get("/", follow=True).status_code == 200
+
+
+def test_make_demo_prints_an_issued_key_once(tmp_path):
+    """The Makefile's demo-setup as it runs it: the command reports the new key; the
+    app's own log line ("Issued API key ...") would say it a second time."""
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo-setup:")[1].split("\n\n")[0]
+    line = next(line for line in recipe.splitlines() if "demo_setup" in line).strip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "USERGROUPS_"))}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'demo.sqlite3'}"
+    for word in shlex.split(line):
+        if re.fullmatch(r"[A-Z_]+=\S*", word):
+            env.update([word.split("=", 1)])
+    run = ["manage.py", "migrate", "--noinput", "-v0"]
+    subprocess.run([sys.executable, *run], cwd=ROOT, env=env, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "demo_setup", "--key-file", str(tmp_path / "key")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    prefix = (tmp_path / "key").read_text()[:12]
+    said = [line for line in (done.stdout + done.stderr).splitlines() if f"{prefix}…" in line]
+    assert len(said) == 1, said

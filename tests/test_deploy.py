@@ -41,6 +41,7 @@ def production(**overrides: str) -> dict[str, str]:
         "DJANGO_HTTPS": "true",
         "DJANGO_SECRET_KEY": random_secret_key(),
         "DJANGO_ALLOWED_HOSTS": "example.com",
+        "USERGROUPS_EMBED_REQUIRE_ORIGIN": "true",
     }
     environment.update(overrides)
     return {key: value for key, value in environment.items() if value is not None}
@@ -63,6 +64,12 @@ def test_with_debug_the_deploy_check_fails():
     done = run(DEPLOY_CHECK, **production(DJANGO_DEBUG="true"))
     assert done.returncode != 0
     assert "security.W018" in done.stderr, done.stderr
+
+
+def test_embed_tokens_without_origin_fail_the_deploy_check():
+    done = run(DEPLOY_CHECK, **production(USERGROUPS_EMBED_REQUIRE_ORIGIN=None))
+    assert done.returncode != 0
+    assert "usergroups.W004" in done.stderr, done.stderr
 
 
 def test_a_weak_secret_key_fails_the_deploy_check():

@@ -55,7 +55,8 @@ def test_deleted_group_token_is_refused(group):
 def test_authentication_class_exposes_the_group(group):
     user, auth = authenticate(HTTP_AUTHORIZATION=f"GroupToken {group.token}")
     assert auth.team_id == group.pk
-    assert not user.is_authenticated
+    assert user.is_authenticated and not user.is_anonymous
+    assert (user.team_id, user.pk) == (group.pk, f"usergroup:{group.pk}")
 
 
 def test_scheme_is_case_insensitive(group):

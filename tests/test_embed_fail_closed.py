@@ -56,7 +56,7 @@ def test_a_revoked_token_is_refused_whatever_the_order(token, group):
     services.embed.revoke_embed_tokens(group.pk)
     response = dashboard(token, view=EitherView)
     assert_error(response, 401, "authentication_failed")
-    assert response["WWW-Authenticate"] == "Embed"  # not the first class's scheme
+    assert response["WWW-Authenticate"] == 'Embed error="authentication_failed"'  # not the first's
 
 
 def test_an_expired_token_is_refused_whatever_the_order(api_client, group):
@@ -64,7 +64,7 @@ def test_an_expired_token_is_refused_whatever_the_order(api_client, group):
         token = minted(api_client, group.provided_id, expires_in=60)
     response = dashboard(token, view=EitherView)
     assert_error(response, 401, "token_expired")
-    assert response["WWW-Authenticate"] == "Embed"
+    assert response["WWW-Authenticate"] == 'Embed error="token_expired"'
 
 
 def test_a_group_record_does_not_pass_for_a_grant(group):

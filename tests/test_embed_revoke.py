@@ -27,7 +27,7 @@ def works(token) -> bool:
 def assert_revoked(token):
     response = dashboard(token)
     assert_error(response, 401, "authentication_failed")
-    assert response["WWW-Authenticate"] == "Embed"
+    assert response["WWW-Authenticate"] == 'Embed error="authentication_failed"'
 
 
 @pytest.fixture

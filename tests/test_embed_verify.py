@@ -45,7 +45,7 @@ def compact(header, claims, signature=""):
 def refused(token, **headers):
     response = dashboard(token, **headers)
     assert_error(response, 401, "authentication_failed")
-    assert response["WWW-Authenticate"] == "Embed"
+    assert response["WWW-Authenticate"] == 'Embed error="authentication_failed"'
 
 
 @pytest.fixture
@@ -206,7 +206,7 @@ def test_an_expired_token_is_token_expired_without_a_query(
     with django_assert_num_queries(0):
         response = dashboard(token)
     assert_error(response, 401, "token_expired")
-    assert response["WWW-Authenticate"] == "Embed"
+    assert response["WWW-Authenticate"] == 'Embed error="token_expired"'
 
 
 def test_a_token_is_good_until_it_expires(api_client, group):

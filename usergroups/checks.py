@@ -246,10 +246,9 @@ def check_embed_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessa
         value = options.get(name, DEFAULTS[name])
         if not isinstance(value, str) or not value:
             errors.append(_embed_error(f"USERGROUPS[{name!r}] must be a non-empty string."))
-    if not isinstance(options.get("EMBED_ACCEPT_GROUP_TOKENS", True), bool):
-        errors.append(
-            _embed_error("USERGROUPS['EMBED_ACCEPT_GROUP_TOKENS'] must be True or False.")
-        )
+    for name in ("EMBED_ACCEPT_GROUP_TOKENS", "EMBED_REQUIRE_ORIGIN"):
+        if not isinstance(options.get(name, DEFAULTS[name]), bool):
+            errors.append(_embed_error(f"USERGROUPS[{name!r}] must be True or False."))
     default = options.get("EMBED_TOKEN_SECONDS", DEFAULTS["EMBED_TOKEN_SECONDS"])
     longest = options.get("EMBED_TOKEN_MAX_SECONDS", DEFAULTS["EMBED_TOKEN_MAX_SECONDS"])
     if isinstance(default, int) and isinstance(longest, int) and default > longest:
@@ -260,6 +259,22 @@ def check_embed_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessa
             )
         )
     return errors
+
+
+@register(Tags.security, deploy=True)
+def check_embed_require_origin(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    """``check --deploy``: a token minted without ``origin`` works from any web page."""
+    options = getattr(settings, "USERGROUPS", {})
+    if not isinstance(options, dict) or options.get("EMBED_REQUIRE_ORIGIN") is True:
+        return []
+    return [
+        Warning(
+            "Embed tokens minted without an origin are accepted from any origin.",
+            hint='Set USERGROUPS["EMBED_REQUIRE_ORIGIN"] = True once every mint sends '
+            '"origin", so a stolen token cannot be used from another web page.',
+            id="usergroups.W004",
+        )
+    ]
 
 
 def _embed_error(message: str) -> Error:

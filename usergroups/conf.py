@@ -48,6 +48,9 @@ DEFAULTS: dict[str, Any] = {
     # False: GroupTokenAuthentication refuses every group token (401), leaving the embed
     # side to short-lived embed tokens only.
     "EMBED_ACCEPT_GROUP_TOKENS": True,
+    # True: a mint without ``origin`` is refused (400), and so is a token without one at
+    # verification; False lets a token without ``origin`` work from any origin.
+    "EMBED_REQUIRE_ORIGIN": False,
 }
 
 #: Settings of earlier releases that nothing reads any more, with what replaces each:

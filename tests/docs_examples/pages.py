@@ -57,9 +57,19 @@ class ConsoleBlock:
         return [line for example in self.examples for line in example.lines()]
 
 
+class _ConfigLoader(yaml.SafeLoader):
+    """mkdocs.yml as data: a ``!!python/name:`` tag (a Markdown extension's function)
+    is read as its name, never imported."""
+
+
+_ConfigLoader.add_multi_constructor(
+    "tag:yaml.org,2002:python/name:", lambda loader, suffix, node: suffix
+)
+
+
 def nav_pages(mkdocs_yml: Path) -> list[Path]:
     """The Markdown files of the nav, in order."""
-    config = yaml.safe_load(mkdocs_yml.read_text(encoding="utf-8"))
+    config = yaml.load(mkdocs_yml.read_text(encoding="utf-8"), Loader=_ConfigLoader)
     docs_dir = mkdocs_yml.parent / config.get("docs_dir", "docs")
     found: list[Path] = []
 

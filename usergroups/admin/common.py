@@ -172,11 +172,13 @@ def when(value: datetime | None, empty: str = "—") -> str:
     if value is None:
         return empty
     local = timezone.localtime(value)
+    # Two unbreakable parts: a narrow column wraps between the date and the time only.
     return format_html(
-        '<time datetime="{}" title="{}">{}</time>',
+        '<time datetime="{}" title="{}"><span>{},</span> <span>{}</span></time>',
         value.isoformat(),
         date_format(local, "l, j F Y, H:i:s T"),
-        date_format(local, "j M Y, H:i"),
+        date_format(local, "j M Y"),
+        date_format(local, "H:i"),
     )
 
 

@@ -93,7 +93,9 @@ class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixi
     list_filter = ["workspace", "created_at", "token_rotated_at"]
     search_fields = ["name", "provided_id", "team_id__exact"]
     search_help_text = _("Search by name, provided id or team id.")
-    ordering = ["-created_at", "-team_id"]
+    # Newest first; the changelist breaks ties by "-pk" (team_id) itself, without marking
+    # a second sorted column whose sort controls would widen the list.
+    ordering = ["-created_at"]
     list_select_related = ["workspace"]
     # Searched with search_fields; the form keeps the parent in the group's workspace.
     autocomplete_fields = ["parent"]

@@ -73,6 +73,12 @@ class MintRequestSerializer(serializers.Serializer):
     expires_in = ExpiresInField(required=False)
     params = ParamsField(required=False)
 
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Read per request, as every setting is: override_settings applies at once.
+        fields = super().get_fields()
+        fields["origin"].required = usergroups_settings.EMBED_REQUIRE_ORIGIN
+        return fields
+
 
 class EmbedTokenField(serializers.Field):
     """Any string is a token to judge: a malformed or oversized one is just inactive.

@@ -51,6 +51,28 @@ class ServiceUnavailable(exceptions.APIException):
     wait = 1  # seconds, sent as Retry-After
 
 
+class ContractFailure(exceptions.APIException):
+    """An exception whose ``detail`` is the contract's failure body, code included.
+
+    DRF's default exception handler answers a dict ``detail`` as the body, so a refusal
+    raised in a host's view (an embed token's, :mod:`usergroups.auth.embed`) keeps its
+    shape and ``code`` under that handler, ours, and any handler built on DRF's.
+    """
+
+    def __init__(self, detail: Any = None, code: str | None = None) -> None:
+        super().__init__(detail, code)
+        self.error_code = code or str(self.default_code)
+        self.detail = failure_body(self.error_code, str(self.detail))
+
+
+def failure_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"success": 0, "error": {"code", "message"[, "fields"]}}``."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if fields is not None:
+        error["fields"] = fields
+    return {"success": 0, "error": error}
+
+
 logger = logging.getLogger(__name__)
 
 
@@ -93,15 +115,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     api_exc = _as_api_exception(exc)
     if api_exc is None:
         return None
-    error: dict[str, Any] = {"code": api_exc.default_code}
-    if isinstance(api_exc, exceptions.ValidationError):
+    if isinstance(api_exc, ContractFailure):
+        body = api_exc.detail
+    elif isinstance(api_exc, exceptions.ValidationError):
         detail = api_exc.detail
         if not isinstance(detail, dict):
             detail = {"non_field_errors": detail}
-        error["message"] = str(_("Invalid input."))
-        error["fields"] = {name: _messages(value) for name, value in detail.items()}
+        fields = {name: _messages(value) for name, value in detail.items()}
+        body = failure_body(str(api_exc.default_code), str(_("Invalid input.")), fields)
     else:
-        error["message"] = " ".join(_messages(api_exc.detail))
+        body = failure_body(str(api_exc.default_code), " ".join(_messages(api_exc.detail)))
     headers = {}
     auth_header = getattr(api_exc, "auth_header", None)  # set by DRF on 401s
     if auth_header:
@@ -109,4 +132,4 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     wait = getattr(api_exc, "wait", None)  # set by DRF on 429s
     if wait:
         headers["Retry-After"] = str(int(wait) or 1)
-    return Response({"success": 0, "error": error}, status=api_exc.status_code, headers=headers)
+    return Response(body, status=api_exc.status_code, headers=headers)

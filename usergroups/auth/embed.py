@@ -9,18 +9,24 @@ another one is refused there.
 Everything is checked here, at authentication, so a view cannot forget a check: the
 token (no query when it is bad), the group and its generation (one query), the
 ``Origin`` header against the token's origin, and the view's resource.
+
+Every refusal is the contract's failure body with its ``code`` whatever the site's
+``EXCEPTION_HANDLER`` (DRF's default included), and a 401 challenges with
+``WWW-Authenticate: Embed error="<code>"``. ``request.user`` is then the token's group as
+an authenticated :class:`~usergroups.auth.principal.GroupPrincipal`.
 """
 
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.request import Request
 
+from usergroups.api.exceptions import ContractFailure
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
+from usergroups.auth.principal import GroupPrincipal
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import same_origin
@@ -29,20 +35,34 @@ from usergroups.services import embed
 KEYWORD = "Embed"
 
 
-class EmbedAuthenticationFailed(AuthenticationFailed):
-    """401 ``authentication_failed``, challenging with ``WWW-Authenticate: Embed``.
+class EmbedRefusal(ContractFailure):
+    """An embed token refused: the contract's failure body with its ``code`` under any
+    exception handler (:class:`~usergroups.api.exceptions.ContractFailure`)."""
 
-    DRF sets ``auth_header`` from the view's first authentication class; a refused
-    embed token names its own scheme whichever class comes first, so the page knows
-    to fetch a new embed token rather than ask for a group token.
+
+class EmbedAuthenticationFailed(EmbedRefusal, AuthenticationFailed):
+    """401 ``authentication_failed``, challenging with ``WWW-Authenticate: Embed
+    error="<code>"`` (RFC 6750's form), so the page knows to fetch a new embed token.
+
+    DRF sets ``auth_header`` from the view's first authentication class, and turns the
+    401 into a 403 when that class has no challenge (e.g. ``SessionAuthentication``):
+    an embed token's refusal keeps its own scheme and status whichever class comes first.
     """
 
     @property
     def auth_header(self) -> str:
-        return KEYWORD
+        return f'{KEYWORD} error="{self.error_code}"'
 
     @auth_header.setter
     def auth_header(self, value: str) -> None:
+        pass
+
+    @property
+    def status_code(self) -> int:
+        return status.HTTP_401_UNAUTHORIZED
+
+    @status_code.setter
+    def status_code(self, value: int) -> None:
         pass
 
 
@@ -53,13 +73,12 @@ class EmbedTokenExpired(EmbedAuthenticationFailed):
     default_code = "token_expired"
 
 
-class OriginNotAllowed(PermissionDenied):
-    status_code = status.HTTP_403_FORBIDDEN
+class OriginNotAllowed(EmbedRefusal, PermissionDenied):
     default_detail = _("The embed token is locked to another origin.")
     default_code = "origin_not_allowed"
 
 
-class ResourceNotAllowed(PermissionDenied):
+class ResourceNotAllowed(EmbedRefusal, PermissionDenied):
     default_detail = _("The embed token was minted for another resource.")
     default_code = "permission_denied"
 
@@ -91,11 +110,15 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
         return result
 
     @sensitive_variables("credential")
-    def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, EmbedGrant]:
+    def authenticate_credentials(self, credential: str) -> tuple[GroupPrincipal, EmbedGrant]:
         try:
             claims = tokens.verify(credential)
         except tokens.ExpiredEmbedToken:
             raise EmbedTokenExpired() from None
+        except tokens.OriginRequired:
+            raise EmbedAuthenticationFailed(
+                _("This embed token names no origin, which this site requires.")
+            ) from None
         except tokens.InvalidEmbedToken:
             raise EmbedAuthenticationFailed(_("Invalid embed token.")) from None
         grant = embed.current_grant(claims)
@@ -103,4 +126,4 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
             raise EmbedAuthenticationFailed(
                 _("This embed token has been revoked, or its user group deleted.")
             )
-        return AnonymousUser(), grant
+        return GroupPrincipal.of(grant.group), grant

@@ -8,7 +8,6 @@ data source (see :mod:`usergroups.contrib.variables`).
 
 from collections.abc import Callable
 
-from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -17,6 +16,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from usergroups import crypto
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
+from usergroups.auth.principal import GroupPrincipal
 from usergroups.conf import usergroups_settings
 from usergroups.records import GroupRecord
 from usergroups.services.lineage import find_group
@@ -42,7 +42,8 @@ def resolve_group_token(token: object) -> GroupRecord | None:
 class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     """DRF authentication for a host's dashboard endpoints: ``Authorization: GroupToken
     <token>``; ``request.auth`` is the group's :class:`~usergroups.records.GroupRecord`
-    (require it with :class:`usergroups.auth.permissions.HasGroupToken`).
+    (require it with :class:`usergroups.auth.permissions.HasGroupToken`), ``request.user``
+    the group as a :class:`~usergroups.auth.principal.GroupPrincipal`.
 
     ``USERGROUPS["EMBED_ACCEPT_GROUP_TOKENS"] = False`` refuses every group token (401),
     so that only short-lived embed tokens (:mod:`usergroups.embed`) reach the dashboards.
@@ -56,11 +57,11 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     lookup: Callable[[object], GroupRecord | None] = staticmethod(resolve_group_token)
 
     @sensitive_variables("credential")
-    def authenticate_credentials(self, credential: str) -> tuple[AnonymousUser, GroupRecord]:
+    def authenticate_credentials(self, credential: str) -> tuple[GroupPrincipal, GroupRecord]:
         if not usergroups_settings.EMBED_ACCEPT_GROUP_TOKENS:
             # The host serves its dashboards to embed tokens only: no query, no lookup.
             raise AuthenticationFailed(_("Group tokens are not accepted here; use an embed token."))
         group = self.lookup(credential)
         if group is None:
             raise AuthenticationFailed(_("Invalid or rotated group token."))
-        return AnonymousUser(), group
+        return GroupPrincipal.of(group), group

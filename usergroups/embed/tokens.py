@@ -43,6 +43,10 @@ class ExpiredEmbedToken(InvalidEmbedToken):
     """A token of this server whose ``exp`` has passed."""
 
 
+class OriginRequired(InvalidEmbedToken):
+    """A token without ``origin`` while ``EMBED_REQUIRE_ORIGIN`` is on."""
+
+
 class TokenTooLarge(ValueError):
     """The claims would make a token over :data:`MAX_TOKEN_BYTES`."""
 
@@ -117,7 +121,9 @@ def verify(token: object) -> Claims:
     """The claims of a token this server signed and that has not expired.
 
     Raises :class:`ExpiredEmbedToken` for an expired one (only once its signature
-    holds), :class:`InvalidEmbedToken` for anything else. No database access.
+    holds), :class:`OriginRequired` for one without ``origin`` while
+    ``EMBED_REQUIRE_ORIGIN`` is on, :class:`InvalidEmbedToken` for anything else. No
+    database access.
 
     One ``jwt.decode`` checks it all: the header names a key in force by ``kid``, with
     that key's one algorithm (``"none"``, HS256 with the public key as its secret and
@@ -145,7 +151,10 @@ def verify(token: object) -> Claims:
         raise ExpiredEmbedToken("expired") from None
     except (jwt.InvalidTokenError, RecursionError):  # RecursionError: a deep header
         raise InvalidEmbedToken("invalid") from None
-    return _typed(raw)
+    claims = _typed(raw)
+    if claims.origin is None and usergroups_settings.EMBED_REQUIRE_ORIGIN:
+        raise OriginRequired("no origin")
+    return claims
 
 
 def _typed(raw: dict[str, Any]) -> Claims:

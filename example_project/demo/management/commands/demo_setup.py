@@ -75,10 +75,10 @@ class Command(BaseCommand):
             self.stdout.write(f"Reusing the demo API key {row.prefix}… from {key_file}.")
         else:
             self.stdout.write(f"Issued a new demo API key {row.prefix}…, saved to {key_file}.")
-        self.stdout.write(self.instructions(key, base_url.rstrip("/")))
+        self.stdout.write(self.instructions(key, base_url.rstrip("/"), key_file))
         seed_demo(space, self.stdout, base_url)  # demo groups; prints the /demo/ page's URL
 
-    def instructions(self, key: str, base_url: str) -> str:
+    def instructions(self, key: str, base_url: str, key_file: Path) -> str:
         url = f"{base_url}/api/user"
         auth = shlex.quote(f"Authorization: Token {key}")
         json_type = "-H 'Content-Type: application/json'"
@@ -112,8 +112,22 @@ class Command(BaseCommand):
             f"{curl} -X POST {url} -H {auth} {json_type} "
             '-d "{\\"current_token\\": \\"$TOKEN\\"}"'
         )
+        # An embed token for a demo group (seeded below), locked to the demo site's origin
+        # and its dashboard's resource, then used as the dashboard does.
+        mint_body = json.dumps(
+            {"user_group_id": "acme-eu", "resource": "sales", "origin": base_url, "expires_in": 600}
+        )
+        mint = f"{curl} -X POST {url}/embed-token -H {auth} {json_type} -d {shlex.quote(mint_body)}"
+        token_of = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"embed_token\"])'"
+        embed = (
+            f"EMBED_TOKEN=$({mint} | {token_of})\n"
+            f"{curl} {base_url}/embed/api/sales/ "
+            '-H "Authorization: Embed $EMBED_TOKEN" '
+            f"-H {shlex.quote('Origin: ' + base_url)}"
+        )
+        jwks = f"{curl} {url}/embed-token/jwks"
         return f"""
-Demo API key (also in .demo-api-key; shown by every `make demo`):
+Demo API key (also in {key_file.name}; shown by every `make demo`):
 
     {key}
 
@@ -130,4 +144,11 @@ Paste these into another terminal once the server below is running:
 
 # Rotate acme's token: the old one stops working at once (a second rotation of it is 404)
 {rotate}
+
+# Mint an embed token for "acme-eu" (10 minutes, for the dashboard's "sales" data, from
+# this site's pages), and fetch the dashboard's data with it as the embedded page does
+{embed}
+
+# The JWK Set: the public keys that verify embed tokens, for any JOSE library or Cube
+{jwks}
 """
