@@ -17,6 +17,7 @@ from django.db import IntegrityError, close_old_connections, connection, connect
 from django.db.utils import DataError, InterfaceError, InternalError, OperationalError
 
 from tests.support.api import assert_error, send
+from tests.support.embed import dashboard, minted
 from usergroups.api.exceptions import exception_handler
 from usergroups.models import APIKey, UserGroup
 
