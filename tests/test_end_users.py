@@ -20,7 +20,14 @@ from usergroups.signals import (
 
 URL = "/api/user/end-user"
 LIST_URL = "/api/user/end-user/list"
-END_USER_KEYS = {"end_user_id", "display_name", "attributes", "disabled", "created_at", "updated_at"}
+END_USER_KEYS = {
+    "end_user_id",
+    "display_name",
+    "attributes",
+    "disabled",
+    "created_at",
+    "updated_at",
+}
 
 
 def put(client, body, **extra):
