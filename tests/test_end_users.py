@@ -6,7 +6,8 @@ from unittest import mock
 
 import pytest
 
-from tests.support.api import assert_error, client_for, send
+from tests.support.api import assert_error, client_for, send, status_and_body
+from tests.support.concurrency import THREADS, run_together
 from tests.support.factories import APIKeyFactory
 from tests.support.queries import WRITES, statements
 from usergroups.models import EndUser
@@ -520,3 +521,29 @@ class TestService:
         assert created is False
         assert record.display_name == "Winner" and record.attributes == {"a": 1}
         assert EndUser.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+class TestRaces:
+    def test_concurrent_puts_of_a_new_id_make_one_person(self, api_key):
+        def call(i):
+            body = {"end_user_id": "race", "attributes": {"n": i}}
+            return status_and_body(put(client_for(api_key.key), body))
+
+        results = run_together(THREADS, call)
+        assert [status for status, _ in results] == [200] * THREADS, results
+        assert sum(body["created"] is True for _, body in results) == 1
+        person = EndUser.objects.get(workspace=api_key.workspace, end_user_id="race")
+        assert person.attributes in [{"n": i} for i in range(THREADS)]
+
+    def test_puts_racing_deletes_never_fail(self, api_key):
+        def call(i):
+            client = client_for(api_key.key)
+            if i % 2:
+                return delete(client, {"end_user_id": "race"}).status_code
+            return put(client, {"end_user_id": "race", "display_name": f"n{i}"}).status_code
+
+        statuses = run_together(THREADS, call)
+        assert all(status in (200, 404) for status in statuses), statuses
+        assert statuses.count(200) >= THREADS // 2  # every put succeeds
+        assert EndUser.objects.filter(end_user_id="race").count() <= 1
