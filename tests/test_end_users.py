@@ -339,6 +339,10 @@ class TestScopes:
         assert "'write'" in error["message"]
         assert EndUser.objects.get().display_name == "Ada"
 
+    def test_scope_is_checked_before_the_body_is_read(self, workspace):
+        client = scoped_client(workspace, "read")
+        assert_error(send(client, "PUT", b"{", path=URL), 403, "permission_denied")
+
     def test_put_of_a_new_person_needs_write(self, workspace):
         client = scoped_client(workspace, "read")
         assert_error(put(client, {"end_user_id": "new"}), 403, "permission_denied")
