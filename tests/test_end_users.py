@@ -5,6 +5,8 @@ import json
 from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.api import assert_error, client_for, send, status_and_body
 from tests.support.concurrency import THREADS, run_together
@@ -551,3 +553,41 @@ class TestRaces:
         assert all(status in (200, 404) for status in statuses), statuses
         assert statuses.count(200) >= THREADS // 2  # every put succeeds
         assert EndUser.objects.filter(end_user_id="race").count() <= 1
+
+
+_text = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=8)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0, 1, 0.0, -0.0, 1.0, True, False, 10**30])
+    | _text
+)
+_json = st.recursive(
+    _scalars,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(_text, children, max_size=3),
+    max_leaves=10,
+)
+_attributes = st.dictionaries(_text, _json, max_size=4)
+_ids = iter(range(10**9))
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(first=_attributes, second=_attributes)
+def test_attributes_round_trip_and_only_json_changes_write(api_client, first, second):
+    """Any attributes read back as the JSON written; a PUT writes exactly when the JSON
+    (key order aside) differs, which Python's == does not tell (True == 1 == 1.0)."""
+    end_user_id = f"h{next(_ids)}"
+    put(api_client, {"end_user_id": end_user_id, "attributes": first})
+    stored = get(api_client, {"end_user_id": end_user_id}).json()["end_user"]
+    assert json.dumps(stored["attributes"]) == json.dumps(first)
+    after = put(api_client, {"end_user_id": end_user_id, "attributes": second}).json()["end_user"]
+    assert json.dumps(after["attributes"]) == json.dumps(second)
+    same = json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    assert (after["updated_at"] == stored["updated_at"]) is same
