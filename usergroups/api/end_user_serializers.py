@@ -9,7 +9,7 @@ from typing import Any
 from rest_framework import serializers
 
 from usergroups.api.serializers import PropertiesField, StrictBooleanField, StrictCharField
-from usergroups.services.end_users import EndUserRecord
+from usergroups.services.end_users import CHANGEABLE, EndUserRecord
 
 
 class EndUserIdSerializer(serializers.Serializer):
@@ -28,9 +28,7 @@ class PutEndUserSerializer(serializers.Serializer):
 
     def changes(self) -> dict[str, Any]:
         data = self.validated_data
-        return {
-            name: data[name] for name in ("display_name", "attributes", "disabled") if name in data
-        }
+        return {name: data[name] for name in CHANGEABLE if name in data}
 
 
 class EndUserListQuerySerializer(serializers.Serializer):
