@@ -2,6 +2,8 @@
 with the API's rules, and the person's embed tokens revoked or the person disabled,
 each through services.end_users (its signals) and asked first."""
 
+from unittest import mock
+
 import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.messages import get_messages
@@ -266,3 +268,42 @@ def test_no_secret_on_any_page(admin_client, workspace, ada, api_key):
         html = admin_client.get(url).content.decode()
         assert api_key.key not in html and api_key.digest not in html
         assert "ugk_" not in html and "ugt_" not in html
+
+
+def test_bulk_delete_goes_through_the_service(
+    admin_client, workspace, ada, received, django_capture_on_commit_callbacks
+):
+    bob = make(workspace, "bob")
+    with django_capture_on_commit_callbacks(execute=True):
+        action(admin_client, "delete_selected", [ada, bob], confirm=True)
+    assert not EndUser.objects.exists()
+    assert sorted(received) == [("deleted", "ada"), ("deleted", "bob")]
+
+
+def test_bulk_revoke_asks_first(admin_client, ada):
+    page = action(admin_client, "revoke_tokens", [ada], confirm=False)
+    assert "Revoke every embed token of these end users?" in page.content.decode()
+    ada.refresh_from_db()
+    assert ada.tokens_revoked_at is None
+
+
+def test_viewers_see_the_person_read_only(ada):
+    viewer = staff_client("view_enduser")
+    html = viewer.get(admin_url("enduser", "change", ada.pk)).content.decode()
+    assert "Ada Lovelace" in html and 'name="attributes"' not in html
+    assert admin_url("enduser", "revoke_tokens", ada.pk) not in html
+
+
+def test_a_person_deleted_while_the_form_is_saved_is_404(admin_client, ada):
+    with mock.patch.object(end_users, "update_end_user", return_value=None):
+        response = admin_client.post(
+            admin_url("enduser", "change", ada.pk), form_data(end_user_id=None, display_name="X")
+        )
+    assert response.status_code == 404
+
+
+def test_a_person_deleted_while_revoked_redirects(admin_client, ada):
+    with mock.patch.object(end_users, "revoke_tokens", return_value=None):
+        response = admin_client.post(admin_url("enduser", "revoke_tokens", ada.pk))
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert not LogEntry.objects.exists()

@@ -5,6 +5,7 @@ import json
 from unittest import mock
 
 import pytest
+from django.db import IntegrityError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -510,6 +511,17 @@ class TestService:
     def test_unknown_fields_are_a_programming_error(self, workspace):
         with pytest.raises(ValueError, match="end_user_id"):
             end_users.put_end_user(workspace.pk, "ada", {"end_user_id": "other"})
+
+    def test_an_insert_failing_without_a_winner_raises_its_error(self, workspace):
+        """The insert meets the constraint, yet no row is there to change, every time:
+        the database's error, not a made-up answer."""
+        error = IntegrityError("refused")
+        with (
+            mock.patch.object(end_users, "_create", side_effect=error),
+            mock.patch.object(end_users, "_update", return_value=None),
+            pytest.raises(IntegrityError, match="refused"),
+        ):
+            end_users.put_end_user(workspace.pk, "ada", {})
 
     def test_a_create_that_loses_a_race_changes_the_winner(self, workspace):
         """Another process creates the person between this one's read and its insert:

@@ -60,18 +60,18 @@ class EndUserAdminForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if "attributes" in self.fields:
-            self.fields["attributes"].help_text = format_html(
-                str(
-                    _(
-                        "A JSON object, for example <code>{}</code>; empty for none. "
-                        "At most {} bytes as compact JSON, nested at most {} levels deep."
-                    )
-                ),
-                '{"region": "EMEA", "role": "analyst"}',
-                usergroups_settings.MAX_PROPERTIES_BYTES,
-                usergroups_settings.MAX_PROPERTIES_DEPTH,
-            )
+        # Built here, not at import, so the limits follow override_settings.
+        self.fields["attributes"].help_text = format_html(
+            str(
+                _(
+                    "A JSON object, for example <code>{}</code>; empty for none. "
+                    "At most {} bytes as compact JSON, nested at most {} levels deep."
+                )
+            ),
+            '{"region": "EMEA", "role": "analyst"}',
+            usergroups_settings.MAX_PROPERTIES_BYTES,
+            usergroups_settings.MAX_PROPERTIES_DEPTH,
+        )
 
     def clean_end_user_id(self) -> str:
         return check_text(self.cleaned_data["end_user_id"])
