@@ -576,11 +576,13 @@ _scalars = (
     | st.sampled_from([0, 1, 0.0, -0.0, 1.0, True, False, 10**30])
     | _text
 )
-_json = st.recursive(
-    _scalars,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(_text, children, max_size=3),
-    max_leaves=10,
-)
+
+
+def _containers(children):
+    return st.lists(children, max_size=3) | st.dictionaries(_text, children, max_size=3)
+
+
+_json = st.recursive(_scalars, _containers, max_leaves=10)
 _attributes = st.dictionaries(_text, _json, max_size=4)
 _ids = iter(range(10**9))
 
