@@ -178,3 +178,37 @@ class SchemaMapping(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schema_id} → {self.data_source_id}"
+
+
+class EndUser(models.Model):
+    """One person of a caller's customer, named by the caller (``end_user_id``).
+
+    Written by :mod:`usergroups.services.end_users`, never here. A person belongs to the
+    workspace, not to a group: the same person may be embedded in several groups.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="end_users")
+    end_user_id = ExactCharField(max_length=255)
+    display_name = models.CharField(max_length=255)
+    attributes = JSONTextField(default=dict, blank=True)
+    disabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Embed tokens naming this person minted before this moment are refused. Set by
+    # disabling and by "revoke this person's tokens"; a token minted before
+    # ``created_at`` belongs to a deleted person of the same id.
+    tokens_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "end user"
+        ordering = ["end_user_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "end_user_id"], name="usergroups_unique_end_user_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        if self.display_name and self.display_name != self.end_user_id:
+            return f"{self.display_name} ({self.end_user_id})"
+        return self.end_user_id

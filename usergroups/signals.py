@@ -51,3 +51,15 @@ def send_on_commit(signal: Signal, sender: type[Model] = UserGroup, **kwargs: An
     """Send ``signal`` from ``sender`` once the current transaction commits."""
     using = router.db_for_write(sender)
     transaction.on_commit(partial(signal.send, sender=sender, **kwargs), using=using)
+
+
+#: End users (:mod:`usergroups.services.end_users`, the one writer of them). Sent from
+#: ``EndUser`` with ``end_user``, an :class:`~usergroups.services.end_users.EndUserRecord`:
+#: the person after the change (before it, for ``end_user_deleted``). An unchanged
+#: create-or-update sends nothing. Disabling is an update.
+end_user_created = Signal()
+end_user_updated = Signal()
+end_user_deleted = Signal()
+#: Every embed token naming ``end_user`` minted before now is to be refused ("revoke
+#: this person's tokens"); disabling and deleting say so with their own signals.
+end_user_tokens_revoked = Signal()

@@ -14,6 +14,7 @@ from usergroups.api.embed_views import (  # noqa: E402
     EmbedTokenView,
     JWKSView,
 )
+from usergroups.api.end_user_views import EndUserListView, EndUserView  # noqa: E402
 from usergroups.api.views import UserGroupListView, UserGroupView  # noqa: E402
 
 app_name = "usergroups"
@@ -36,4 +37,6 @@ urlpatterns = [
         name="embed-token-revoke",
     ),
     re_path(r"^api/user/embed-token/jwks(?:/)?$", JWKSView.as_view(), name="embed-token-jwks"),
+    re_path(r"^api/user/end-user(?:/)?$", EndUserView.as_view(), name="end-user"),
+    re_path(r"^api/user/end-user/list(?:/)?$", EndUserListView.as_view(), name="end-user-list"),
 ]

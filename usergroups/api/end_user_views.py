@@ -1,0 +1,101 @@
+"""``/api/user/end-user``: one person of a caller's customer (CONTRACT section 7).
+
+PUT creates or changes, GET reads, DELETE deletes; ``/api/user/end-user/list`` pages
+through the workspace's end users. Writes go through :mod:`usergroups.services.end_users`.
+"""
+
+from typing import Any
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from usergroups import scopes
+from usergroups.api.end_user_serializers import (
+    DeletedEndUserSerializer,
+    EndUserIdSerializer,
+    EndUserListQuerySerializer,
+    EndUserSerializer,
+    PutEndUserSerializer,
+    end_user_representation,
+)
+from usergroups.api.querystring import query_params
+from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.services import end_users
+
+NOT_FOUND = _("No end user of this workspace has this id.")
+
+
+def read_input(request: Request) -> Any:
+    """The body, or the query string for clients that cannot send a body with GET."""
+    if request.data:
+        return request.data
+    params = query_params(request)
+    return {name: params[name] for name in params} if params else request.data
+
+
+class EndUserView(WorkspaceAPIView):
+    """PUT creates or changes an end user, GET reads one, DELETE deletes one."""
+
+    http_method_names = ["get", "put", "delete"]
+    required_scopes = {"GET": scopes.READ, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
+    # Not in the OpenAPI schema yet: described with the rest of section 7.
+    schema = None
+
+    def get(self, request: Request) -> Response:
+        serializer = EndUserIdSerializer(data=read_input(request))
+        serializer.is_valid(raise_exception=True)
+        found = end_users.find_end_user(
+            workspace_id(request), serializer.validated_data["end_user_id"]
+        )
+        if found is None:
+            raise NotFound(NOT_FOUND)
+        return Response({"success": 1, "end_user": end_user_representation(found)})
+
+    def put(self, request: Request) -> Response:
+        serializer = PutEndUserSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        end_user, created = end_users.put_end_user(
+            workspace_id(request), serializer.validated_data["end_user_id"], serializer.changes()
+        )
+        return Response(
+            {"success": 1, "created": created, "end_user": end_user_representation(end_user)}
+        )
+
+    def delete(self, request: Request) -> Response:
+        serializer = EndUserIdSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        deleted = end_users.delete_end_user(
+            workspace_id(request), serializer.validated_data["end_user_id"]
+        )
+        if deleted is None:
+            raise NotFound(NOT_FOUND)
+        return Response({"success": 1, "end_user": DeletedEndUserSerializer(deleted).data})
+
+
+class EndUserListView(WorkspaceAPIView):
+    """GET /api/user/end-user/list: the workspace's end users, by id, a page at a time."""
+
+    http_method_names = ["get"]
+    required_scopes = {"GET": scopes.READ}
+    schema = None
+
+    def get(self, request: Request) -> Response:
+        query = EndUserListQuerySerializer(data=query_params(request))
+        query.is_valid(raise_exception=True)
+        page, limit = query.validated_data["page"], query.validated_data["limit"]
+        workspace, prefix = (
+            workspace_id(request),
+            query.validated_data.get("end_user_id_prefix", ""),
+        )
+        listed = end_users.list_end_users(workspace, prefix, offset=(page - 1) * limit, limit=limit)
+        return Response(
+            {
+                "success": 1,
+                "total_count": end_users.count_end_users(workspace, prefix),
+                "page": page,
+                "limit": limit,
+                "end_users": EndUserSerializer(listed, many=True).data,
+            }
+        )

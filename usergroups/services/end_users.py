@@ -1,0 +1,247 @@
+"""End users: every write to an :class:`~usergroups.models.EndUser`, and the reads the
+API answers with.
+
+The API, the admin and host code all change end users through here: in a transaction,
+logged by workspace and row id (never by attributes), announced after commit by the
+signals of :mod:`usergroups.signals` with the :class:`EndUserRecord` returned.
+
+Create-or-update reads first and writes only what differs, so a call that changes
+nothing costs one read and no write. A concurrent create of one ``end_user_id`` meets
+the unique constraint: the loser changes the winner's row instead.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, connections, router, transaction
+from django.db.models import F, QuerySet
+from django.db.models.functions import Collate, Left
+from django.utils import timezone
+
+from usergroups.models import EndUser
+from usergroups.services.retry import retry_on_conflict
+from usergroups.signals import (
+    end_user_created,
+    end_user_deleted,
+    end_user_tokens_revoked,
+    end_user_updated,
+    send_on_commit,
+)
+
+logger = logging.getLogger(__name__)
+
+#: What a caller may set on an end user.
+CHANGEABLE = ("display_name", "attributes", "disabled")
+
+# Tries of a create-or-update whose row vanishes between its read and its write (a
+# concurrent delete), or whose create loses to one that is deleted before it is read.
+ATTEMPTS_WHEN_GONE = 5
+
+
+@dataclass(frozen=True)
+class EndUserRecord:
+    """An end user as every function here returns it: whole, immutable, no query to read."""
+
+    pk: int
+    workspace_id: int
+    end_user_id: str
+    display_name: str
+    attributes: dict[str, Any] = field(hash=False)
+    disabled: bool
+    created_at: datetime
+    updated_at: datetime
+    tokens_revoked_at: datetime | None
+
+    @classmethod
+    def from_model(cls, row: EndUser) -> "EndUserRecord":
+        return cls(
+            pk=row.pk,
+            workspace_id=row.workspace_id,
+            end_user_id=row.end_user_id,
+            display_name=row.display_name,
+            attributes=row.attributes,
+            disabled=row.disabled,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            tokens_revoked_at=row.tokens_revoked_at,
+        )
+
+
+def _atomic() -> transaction.Atomic:
+    return transaction.atomic(using=router.db_for_write(EndUser))
+
+
+def _named(workspace_id: int, end_user_id: str) -> QuerySet[EndUser]:
+    return EndUser.objects.filter(workspace_id=workspace_id, end_user_id=end_user_id)
+
+
+def find_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
+    """The workspace's end user ``end_user_id``, or None: one indexed query."""
+    row = _named(workspace_id, end_user_id).first()
+    return None if row is None else EndUserRecord.from_model(row)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    # Not ==: Python holds True == 1 == 1.0, which read back as different JSON.
+    def canonical(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    return canonical(a) == canonical(b)
+
+
+def _differing(row: EndUser, changes: dict[str, Any]) -> list[str]:
+    """The fields of ``changes`` whose value differs from the row's."""
+    differing = []
+    for name in CHANGEABLE:
+        if name not in changes:
+            continue
+        stored, given = getattr(row, name), changes[name]
+        same = _same_json(stored, given) if name == "attributes" else stored == given
+        if not same or type(stored) is not type(given):
+            differing.append(name)
+    return differing
+
+
+def put_end_user(
+    workspace_id: int, end_user_id: str, changes: dict[str, Any]
+) -> tuple[EndUserRecord, bool]:
+    """Create the end user with ``changes`` (fields of :data:`CHANGEABLE`; a missing
+    ``display_name`` is the id), or set the given fields that differ; ``(end user,
+    created)``. Writes nothing when nothing differs. Disabling revokes the person's tokens."""
+    unknown = set(changes) - set(CHANGEABLE)
+    if unknown:
+        raise ValueError(f"Not fields an end user can change: {sorted(unknown)}")
+    row = _named(workspace_id, end_user_id).first()
+    if row is not None and not _differing(row, changes):
+        return EndUserRecord.from_model(row), False
+    error: IntegrityError | None = None
+    for _attempt in range(ATTEMPTS_WHEN_GONE):
+        if row is None:
+            try:
+                return _create(workspace_id, end_user_id, changes), True
+            except IntegrityError as exc:
+                error = exc  # created meanwhile: change that one
+        updated = _update(_named(workspace_id, end_user_id), changes)
+        if updated is not None:
+            return updated, False
+        row = None  # deleted between the read and the lock: create it again
+    assert error is not None  # never the winner to change: the insert fails otherwise
+    raise error
+
+
+@retry_on_conflict
+def _create(workspace_id: int, end_user_id: str, changes: dict[str, Any]) -> EndUserRecord:
+    now = timezone.now()
+    row = EndUser(
+        workspace_id=workspace_id,
+        end_user_id=end_user_id,
+        display_name=changes.get("display_name", end_user_id),
+        attributes=changes.get("attributes", {}),
+        disabled=changes.get("disabled", False),
+        created_at=now,
+        updated_at=now,
+    )
+    with _atomic():
+        row.save(force_insert=True)
+    record = EndUserRecord.from_model(row)
+    send_on_commit(end_user_created, EndUser, end_user=record)
+    logger.info("Created end user pk=%s in workspace %s", record.pk, workspace_id)
+    return record
+
+
+def update_end_user(
+    workspace_id: int, end_user_id: str, changes: dict[str, Any]
+) -> EndUserRecord | None:
+    """Set the given fields that differ on an existing end user; None if unknown."""
+    return _update(_named(workspace_id, end_user_id), changes)
+
+
+def disable_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
+    """Disable the end user, which revokes its tokens; None if unknown."""
+    return update_end_user(workspace_id, end_user_id, {"disabled": True})
+
+
+@retry_on_conflict
+def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord | None:
+    """The row locked, then only what differs on it now written (nothing if nothing does)."""
+    with _atomic():
+        row = rows.select_for_update().first()
+        if row is None:
+            return None
+        differing = _differing(row, changes)
+        if differing:
+            for name in differing:
+                setattr(row, name, changes[name])
+            row.updated_at = timezone.now()
+            written = [*differing, "updated_at"]
+            if "disabled" in differing and row.disabled:
+                row.tokens_revoked_at = row.updated_at
+                written.append("tokens_revoked_at")
+            row.save(update_fields=written)
+    record = EndUserRecord.from_model(row)
+    if differing:
+        send_on_commit(end_user_updated, EndUser, end_user=record)
+        logger.info("Updated end user pk=%s (%s)", record.pk, ", ".join(differing))
+    return record
+
+
+@retry_on_conflict
+def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
+    """Revoke every embed token naming the end user minted before now, in every group;
+    the person is not otherwise changed. None if unknown."""
+    with _atomic():
+        row = _named(workspace_id, end_user_id).select_for_update().first()
+        if row is None:
+            return None
+        row.tokens_revoked_at = timezone.now()
+        row.save(update_fields=["tokens_revoked_at"])
+    record = EndUserRecord.from_model(row)
+    send_on_commit(end_user_tokens_revoked, EndUser, end_user=record)
+    logger.info("Revoked the embed tokens of end user pk=%s", record.pk)
+    return record
+
+
+@retry_on_conflict
+def delete_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
+    """Delete the end user (its tokens with it); the end user as it was, None if unknown."""
+    with _atomic():
+        row = _named(workspace_id, end_user_id).select_for_update().first()
+        if row is None:
+            return None
+        record = EndUserRecord.from_model(row)
+        EndUser.objects.filter(pk=row.pk).delete()
+    send_on_commit(end_user_deleted, EndUser, end_user=record)
+    logger.info("Deleted end user pk=%s", record.pk)
+    return record
+
+
+def _listed(workspace_id: int, end_user_id_prefix: str) -> QuerySet[EndUser]:
+    rows = EndUser.objects.filter(workspace_id=workspace_id)
+    if end_user_id_prefix:
+        # Not __startswith: SQLite's LIKE ignores case. Equality is exact everywhere.
+        head = Left("end_user_id", len(end_user_id_prefix))
+        rows = rows.annotate(id_head=head).filter(id_head=end_user_id_prefix)
+    return rows
+
+
+def count_end_users(workspace_id: int, end_user_id_prefix: str = "") -> int:
+    """How many end users the workspace has (whose id starts with the prefix)."""
+    return _listed(workspace_id, end_user_id_prefix).count()
+
+
+def list_end_users(
+    workspace_id: int, end_user_id_prefix: str = "", *, offset: int = 0, limit: int | None = None
+) -> list[EndUserRecord]:
+    """The workspace's end users (whose id starts with the prefix), by ``end_user_id`` in
+    code point order on every database, from ``offset``, at most ``limit``: one query."""
+    order: Any = F("end_user_id")
+    if connections[router.db_for_read(EndUser)].vendor == "postgresql":
+        # PostgreSQL sorts by the database's locale; "C" is code point order, as the
+        # binary collations of SQLite and MariaDB (ExactCharField) are.
+        order = Collate("end_user_id", "C")
+    rows = _listed(workspace_id, end_user_id_prefix).order_by(order)
+    stop = None if limit is None else offset + limit
+    return [EndUserRecord.from_model(row) for row in rows[offset:stop]]
