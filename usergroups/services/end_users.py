@@ -22,7 +22,7 @@ from django.db.models.functions import Collate, Left
 from django.utils import timezone
 
 from usergroups.models import EndUser
-from usergroups.services.retry import retry_on_conflict
+from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
     end_user_created,
     end_user_deleted,
@@ -132,7 +132,7 @@ def put_end_user(
     raise error
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _create(workspace_id: int, end_user_id: str, changes: dict[str, Any]) -> EndUserRecord:
     now = timezone.now()
     row = EndUser(
@@ -164,7 +164,7 @@ def disable_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | Non
     return update_end_user(workspace_id, end_user_id, {"disabled": True})
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord | None:
     """The row locked, then only what differs on it now written (nothing if nothing does)."""
     with _atomic():
@@ -188,7 +188,7 @@ def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord |
     return record
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     """Revoke every embed token naming the end user minted before now, in every group;
     the person is not otherwise changed. None if unknown."""
@@ -204,7 +204,7 @@ def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     return record
 
 
-@retry_on_conflict
+@retry_on_deadlock
 def delete_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     """Delete the end user (its tokens with it); the end user as it was, None if unknown."""
     with _atomic():
