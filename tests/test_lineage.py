@@ -4,6 +4,7 @@ SQLite, PostgreSQL and MariaDB)."""
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db.models import Q
@@ -93,7 +94,11 @@ def orm_record(condition: Q) -> GroupRecord | None:
     return GroupRecord.from_model(group, pairs, orm_ancestors(group)[:-1])
 
 
-def by_provided_id(d: Data) -> list[Q]:
+#: A read of one group: where the walk starts, its values, and the ORM's filter for it.
+Question = tuple[lineage.Start, tuple[Any, ...], Q]
+
+
+def by_provided_id(d: Data) -> list[Question]:
     asked = [
         (d.workspace_id, d.grandchild.provided_id),
         (d.workspace_id, d.child.provided_id),
@@ -103,10 +108,17 @@ def by_provided_id(d: Data) -> list[Q]:
         (d.workspace_id, d.mapped.provided_id + " "),
         (d.workspace_id, "nobody"),
     ]
-    return [Q(workspace_id=workspace, provided_id=provided_id) for workspace, provided_id in asked]
+    return [
+        (
+            lineage.BY_PROVIDED_ID,
+            (workspace, provided_id),
+            Q(workspace_id=workspace, provided_id=provided_id),
+        )
+        for workspace, provided_id in asked
+    ]
 
 
-def by_token_digest(d: Data) -> list[Q]:
+def by_token_digest(d: Data) -> list[Question]:
     asked = [
         (d.workspace_id, d.mapped.token_digest),
         (d.workspace_id, d.in_grace.token_digest),
@@ -114,15 +126,22 @@ def by_token_digest(d: Data) -> list[Q]:
         (d.other_workspace_id, d.mapped.token_digest),  # another workspace's group
         (d.workspace_id, crypto.digest(d.in_grace_old)),  # a previous token: not current
     ]
-    return [Q(workspace_id=workspace, token_digest=digest) for workspace, digest in asked]
+    return [
+        (
+            lineage.BY_TOKEN_DIGEST,
+            (workspace, digest),
+            Q(workspace_id=workspace, token_digest=digest),
+        )
+        for workspace, digest in asked
+    ]
 
 
-def by_team_id(d: Data) -> list[Q]:
+def by_team_id(d: Data) -> list[Question]:
     asked = [d.mapped.pk, d.bare.pk, d.namesake.pk, d.child.pk, d.grandchild.pk, 987654321]
-    return [Q(pk=team_id) for team_id in asked]
+    return [(lineage.BY_TEAM_ID, (team_id,), Q(pk=team_id)) for team_id in asked]
 
 
-def by_token(d: Data) -> list[Q]:
+def by_token(d: Data) -> list[Question]:
     """As a group token resolves (usergroups.auth.group_token)."""
     now = timezone.now()
     digests = [
@@ -134,7 +153,12 @@ def by_token(d: Data) -> list[Q]:
         crypto.digest(crypto.new_group_token()),
     ]
     return [
-        Q(token_digest=digest) | Q(previous_token_digest=digest, previous_token_valid_until__gt=now)
+        (
+            lineage.BY_TOKEN,
+            (digest, digest, now),
+            Q(token_digest=digest)
+            | Q(previous_token_digest=digest, previous_token_valid_until__gt=now),
+        )
         for digest in digests
     ]
 
@@ -156,8 +180,8 @@ QUESTIONS = {
 @pytest.mark.parametrize("question", sorted(QUESTIONS))
 def test_a_group_with_its_ancestors_is_the_orms_record(data, question, outside):
     found = []
-    for condition in QUESTIONS[question](data):
-        record = lineage.find_group(condition)
+    for start, values, condition in QUESTIONS[question](data):
+        record = lineage.find_group(start, *values)
         assert record == orm_record(condition), (question, condition)
         found.append(record is not None)
     assert any(found) and not all(found)  # the questions find groups, and also nothing
@@ -165,9 +189,9 @@ def test_a_group_with_its_ancestors_is_the_orms_record(data, question, outside):
 
 def test_a_record_s_mapping_is_in_code_point_order(data):
     """One order for every record, whatever the database's collation."""
-    record = lineage.find_group(Q(pk=data.mapped.pk))
+    record = lineage.find_group(lineage.BY_TEAM_ID, data.mapped.pk)
     assert record is not None and list(record.mapping) == sorted(SCHEMA_IDS)
-    child = lineage.find_group(Q(pk=data.child.pk))
+    child = lineage.find_group(lineage.BY_TEAM_ID, data.child.pk)
     assert child is not None and list(child.computed_mapping) == sorted(SCHEMA_IDS)
 
 
@@ -178,7 +202,9 @@ def test_the_locking_read_of_a_lost_race_gives_the_same_record(data, monkeypatch
     for group in (data.mapped, data.bare, data.grandchild):
         record, created = groups.get_or_create_group(data.workspace_id, group.provided_id)
         assert not created
-        assert record == lineage.find_group(Q(pk=group.pk)) == orm_record(Q(pk=group.pk))
+        assert (
+            record == lineage.find_group(lineage.BY_TEAM_ID, group.pk) == orm_record(Q(pk=group.pk))
+        )
 
 
 @pytest.mark.parametrize(
@@ -207,5 +233,5 @@ def test_a_subtree_is_the_orms(data, start):
 def test_a_chain_that_does_not_reach_a_root_is_no_group(data):
     """A corrupted hierarchy (a cycle written past the services) ends at the walk's limit."""
     UserGroup.objects.filter(pk=data.mapped.pk).update(parent=data.grandchild.pk)
-    assert lineage.find_group(Q(pk=data.child.pk)) is None
+    assert lineage.find_group(lineage.BY_TEAM_ID, data.child.pk) is None
     assert len(lineage.ancestors_of([data.child.pk])[data.child.pk]) == lineage.walk_limit() + 1

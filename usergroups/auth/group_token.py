@@ -8,7 +8,6 @@ data source (see :mod:`usergroups.contrib.variables`).
 
 from collections.abc import Callable
 
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
@@ -19,7 +18,7 @@ from usergroups.auth.api_key import AuthorizationHeaderAuthentication
 from usergroups.auth.principal import GroupPrincipal
 from usergroups.conf import usergroups_settings
 from usergroups.records import GroupRecord
-from usergroups.services.lineage import find_group
+from usergroups.services import lineage
 
 
 @sensitive_variables("token")
@@ -33,10 +32,7 @@ def resolve_group_token(token: object) -> GroupRecord | None:
     if not crypto.looks_like_group_token(token):
         return None
     digest = crypto.digest(token)
-    return find_group(
-        Q(token_digest=digest)
-        | Q(previous_token_digest=digest, previous_token_valid_until__gt=timezone.now())
-    )
+    return lineage.find_group(lineage.BY_TOKEN, digest, digest, timezone.now())
 
 
 class GroupTokenAuthentication(AuthorizationHeaderAuthentication):

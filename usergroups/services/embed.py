@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import router, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
@@ -105,7 +105,7 @@ def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
     """The grant of verified ``claims`` if their group still exists and has not revoked
     them since: one indexed query (by primary key, with what the group inherits, at any
     depth)."""
-    group = lineage.find_group(Q(pk=claims.team_id))
+    group = lineage.find_group(lineage.BY_TEAM_ID, claims.team_id)
     if group is None or group.embed_generation != claims.generation:
         return None
     return EmbedGrant(group, claims)
@@ -147,7 +147,7 @@ def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
         UserGroup.objects.filter(pk=team_id).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
         )
-        record = lineage.find_group(Q(pk=team_id))
+        record = lineage.find_group(lineage.BY_TEAM_ID, team_id)
     if record is None:  # a read of the row this transaction holds locked: never
         return None
     send_on_commit(embed_tokens_revoked, group=record)

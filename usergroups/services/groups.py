@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connections, router, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
@@ -64,7 +64,7 @@ def _atomic() -> transaction.Atomic:
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The group of ``provided_id`` in the workspace, or None: one query at any depth."""
-    return lineage.find_group(Q(workspace_id=workspace_id, provided_id=provided_id))
+    return lineage.find_group(lineage.BY_PROVIDED_ID, workspace_id, provided_id)
 
 
 def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
@@ -228,7 +228,7 @@ def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
     """The compare-and-swap of the group of the workspace whose digest is ``old_digest``:
     the group's read, then one UPDATE by its id that applies only if the digest is still
     ``old_digest`` (one statement: atomic by itself)."""
-    group = lineage.find_group(Q(workspace_id=workspace_id, token_digest=old_digest))
+    group = lineage.find_group(lineage.BY_TOKEN_DIGEST, workspace_id, old_digest)
     if group is None:
         return None
     token = crypto.new_group_token()
@@ -357,7 +357,7 @@ def update_locked(
         group.save(update_fields=[*fields, "updated_at"])
         if "mapping" in changes:
             _replace_mapping(group, changes["mapping"])
-        record = lineage.find_group(Q(pk=group.team_id))
+        record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
     assert record is not None  # read in the transaction that holds the row's lock
     return record, old_parent_id
 

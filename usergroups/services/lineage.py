@@ -3,22 +3,26 @@ resolution, an embed token's verification), the ancestors of many groups (a list
 the descendants of a group (a move, a delete). Each is one query at any depth.
 
 The ORM has no recursive query of its own; these are recursive CTEs (``WITH RECURSIVE``,
-which SQLite, PostgreSQL and MariaDB all run) built on querysets with django-cte, so they
-go through Django's cursor and converters like any other query. A walk stops after
+which SQLite, PostgreSQL and MariaDB all run). The walks of many groups are django-cte
+querysets; the hot read of one group (:func:`find_group`) is one statement written once
+per database from the models' metadata and run by ``Manager.raw()``, so it goes through
+Django's cursor and the fields' converters like any other query. A walk stops after
 :func:`walk_limit` levels: the services never let a hierarchy hold a cycle or grow that
 deep, and the stop keeps a corrupted row from looping.
 """
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db.models import F, IntegerField, Q, QuerySet, Value
+from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F, Field, IntegerField, Model, QuerySet, Value
 from django.db.models.lookups import LessThan
 from django_cte import CTE, with_cte
 
 from usergroups.conf import usergroups_settings
-from usergroups.models import UserGroup
-from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
+from usergroups.models import SchemaMapping, UserGroup
+from usergroups.records import Ancestor, GroupRecord
 
 #: The fewest levels a walk goes through: beyond any sane ``MAX_HIERARCHY_DEPTH`` (a
 #: larger setting raises it).
@@ -89,29 +93,103 @@ def _levels(rows: Iterable[tuple[Any, ...]]) -> dict[int, dict[int, Level]]:
     return walks
 
 
-def find_group(condition: Q) -> GroupRecord | None:
-    """The group matching ``condition`` (a unique one: by id, provided id or token) with
-    what it inherits, in one query; None when there is none, or when its chain of parents
-    does not reach a root (a corrupted hierarchy, cut by the walk's limit)."""
-    walks = _levels(_rows(UserGroup.objects.filter(condition), RECORD_FIELDS))
-    if not walks:
+class Start(NamedTuple):
+    """Where :func:`find_group`'s walk starts: a ``WHERE`` on the group's table naming
+    fields in braces (``"{workspace_id} = %s"``), and the field each ``%s`` stands for,
+    whose values are prepared as the ORM prepares that field's."""
+
+    where: str
+    fields: tuple[str, ...]
+
+
+#: The starts of the app's reads of one group, each on a unique index.
+BY_PROVIDED_ID = Start(
+    "{workspace_id} = %s AND {provided_id} = %s", ("workspace_id", "provided_id")
+)
+BY_TOKEN_DIGEST = Start(
+    "{workspace_id} = %s AND {token_digest} = %s", ("workspace_id", "token_digest")
+)
+BY_TEAM_ID = Start("{team_id} = %s", ("team_id",))
+#: A group token: the current one, or the previous one until its grace period ends.
+BY_TOKEN = Start(
+    "({token_digest} = %s OR ({previous_token_digest} = %s AND {previous_token_valid_until} > %s))",
+    ("token_digest", "previous_token_digest", "previous_token_valid_until"),
+)
+
+
+def _field(model: type[Model], name: str) -> "Field[Any, Any]":
+    """The concrete field ``name`` (or its attname) of ``model``."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)
+    return field
+
+
+def _lineage_sql(connection: BaseDatabaseWrapper, start: Start) -> str:
+    """The walk up from the group ``start`` finds, with every row of the group and its
+    ancestors, their mappings and their distance from the group: the ORM cannot say a
+    recursive query, and building django-cte's on every request cost more than the rest
+    of the request, so this one statement is written once per database vendor."""
+    quote = connection.ops.quote_name
+    group, mapping = UserGroup._meta, SchemaMapping._meta
+
+    def column(name: str, options: Any = group) -> str:
+        return quote(_field(options.model, name).column or "")
+
+    team_id, parent_id = column("team_id"), column("parent_id")
+    where = start.where.format_map({name: f"g.{column(name)}" for name in start.fields})
+    table = quote(group.db_table)
+    return (
+        f"WITH RECURSIVE walk (team_id, parent_id, distance) AS ("
+        f"SELECT g.{team_id}, g.{parent_id}, 0 FROM {table} g WHERE {where}"
+        f" UNION ALL SELECT g.{team_id}, g.{parent_id}, w.distance + 1 FROM walk w"
+        f" JOIN {table} g ON g.{team_id} = w.parent_id WHERE w.distance < %s)"
+        f" SELECT g.*, w.distance AS walk_distance,"
+        f" m.{column('schema_id', mapping)} AS walk_schema_id,"
+        f" m.{column('data_source_id', mapping)} AS walk_data_source_id"
+        f" FROM walk w JOIN {table} g ON g.{team_id} = w.team_id"
+        f" LEFT OUTER JOIN {quote(mapping.db_table)} m"
+        f" ON m.{column('group', mapping)} = g.{team_id}"
+        f" ORDER BY w.distance"
+    )
+
+
+_SQL: dict[tuple[str, Start], str] = {}
+
+
+def find_group(start: Start, *values: Any) -> GroupRecord | None:
+    """The group ``start`` finds with ``values`` (a unique one) with what it inherits, in
+    one query; None when there is none, or when its chain of parents does not reach a
+    root (a corrupted hierarchy, cut by the walk's limit)."""
+    using = router.db_for_read(UserGroup)
+    connection = connections[using]
+    params = [
+        _field(UserGroup, name).get_db_prep_value(value, connection, prepared=False)
+        for name, value in zip(start.fields, values, strict=True)
+    ]
+    key = (connection.vendor, start)
+    sql = _SQL.get(key) or _SQL.setdefault(key, _lineage_sql(connection, start))
+    rows = UserGroup.objects.using(using).raw(sql, [*params, walk_limit()])
+    levels: dict[int, tuple[UserGroup, list[tuple[str, str]]]] = {}
+    for row in rows:
+        walked: Any = row  # the model's row, with the walk's columns as attributes
+        _group, pairs = levels.setdefault(walked.walk_distance, (row, []))
+        if walked.walk_schema_id is not None:
+            pairs.append((walked.walk_schema_id, walked.walk_data_source_id))
+    if not levels:
         return None
-    # One start (the conditions name unique columns); the lowest id, should two match.
-    levels = walks[min(walks)]
-    values, mapping = levels[0]
+    own, mapping = levels[0]
     chain: list[Ancestor] = []
-    parent_id = dict(zip(RECORD_FIELDS, values, strict=True))["parent_id"]
+    parent_id = own.parent_id
     for distance in range(1, len(levels)):
-        above = dict(zip(RECORD_FIELDS, levels[distance][0], strict=True))
-        if above["team_id"] != parent_id:
+        above, pairs = levels[distance]
+        if above.team_id != parent_id:
             return None
-        pairs = dict(levels[distance][1])
-        chain.append(Ancestor(above["team_id"], above["provided_id"], above["properties"], pairs))
-        parent_id = above["parent_id"]
+        chain.append(Ancestor(above.team_id, above.provided_id, above.properties, dict(pairs)))
+        parent_id = above.parent_id
     if parent_id is not None:
         return None
     chain.reverse()
-    return GroupRecord.from_values(values, mapping, chain)
+    return GroupRecord.from_model(own, mapping, chain)
 
 
 def ancestors_of(team_ids: Iterable[int]) -> dict[int, list[Ancestor]]:
