@@ -11,6 +11,8 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from usergroups.failures import ContractFailure, failure_body
+
 
 class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
@@ -49,28 +51,6 @@ class ServiceUnavailable(exceptions.APIException):
     default_detail = _("The database is unavailable; try again.")
     default_code = "service_unavailable"
     wait = 1  # seconds, sent as Retry-After
-
-
-class ContractFailure(exceptions.APIException):
-    """An exception whose ``detail`` is the contract's failure body, code included.
-
-    DRF's default exception handler answers a dict ``detail`` as the body, so a refusal
-    raised in a host's view (an embed token's, :mod:`usergroups.auth.embed`) keeps its
-    shape and ``code`` under that handler, ours, and any handler built on DRF's.
-    """
-
-    def __init__(self, detail: Any = None, code: str | None = None) -> None:
-        super().__init__(detail, code)
-        self.error_code = code or str(self.default_code)
-        self.detail = failure_body(self.error_code, str(self.detail))
-
-
-def failure_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``{"success": 0, "error": {"code", "message"[, "fields"]}}``."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if fields is not None:
-        error["fields"] = fields
-    return {"success": 0, "error": error}
 
 
 logger = logging.getLogger(__name__)

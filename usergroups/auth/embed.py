@@ -24,12 +24,12 @@ from rest_framework import status
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.request import Request
 
-from usergroups.api.exceptions import ContractFailure
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
 from usergroups.auth.principal import GroupPrincipal
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import same_origin
+from usergroups.failures import ContractFailure
 from usergroups.services import embed
 
 KEYWORD = "Embed"
@@ -37,7 +37,7 @@ KEYWORD = "Embed"
 
 class EmbedRefusal(ContractFailure):
     """An embed token refused: the contract's failure body with its ``code`` under any
-    exception handler (:class:`~usergroups.api.exceptions.ContractFailure`)."""
+    exception handler (:class:`~usergroups.failures.ContractFailure`)."""
 
 
 class EmbedAuthenticationFailed(EmbedRefusal, AuthenticationFailed):
