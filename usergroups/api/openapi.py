@@ -24,11 +24,8 @@ from drf_spectacular.extensions import (
     OpenApiViewExtension,
 )
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import (
-    ComponentRegistry,
-    ResolvedComponent,
-    is_jsonschema_compliant,
-)
+from drf_spectacular.plumbing import ComponentRegistry, ResolvedComponent
+from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -53,20 +50,27 @@ NO_NUL = "^[^\\u0000]*$"
 GROUP_TOKEN_PATTERN = "^ugt_[A-Za-z0-9_-]{43}$"
 
 
+def is_json_schema() -> bool:
+    """Whether the schema is OpenAPI 3.1 or later, whose schemas are JSON Schema
+    (``const``, ``propertyNames``); a 3.0 one states those rules in words."""
+    version = str(getattr(spectacular_settings, "OAS_VERSION", "3.0.3"))
+    return not version.startswith("3.0")
+
+
 def text_schema(max_length: int = MAX_ID_LENGTH) -> Schema:
     """What :func:`usergroups.validators.check_text` accepts (not empty)."""
     return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NO_NUL}
 
 
 def constant(value: int) -> Schema:
-    if is_jsonschema_compliant():
+    if is_json_schema():
         return {"type": "integer", "const": value}
     return {"type": "integer", "enum": [value]}
 
 
 def with_keys(schema: Schema, keys: Schema) -> Schema:
     """``schema``, an object, whose keys follow ``keys`` where the OpenAPI version can say so."""
-    if is_jsonschema_compliant():
+    if is_json_schema():
         return {**schema, "propertyNames": keys}
     return schema
 
@@ -132,7 +136,7 @@ def json_object(component: str, description: str) -> Schema:
     object is the component itself; an array is described ARRAY_LEVELS deep, items of
     deeper ones are any value (client generators cannot follow a recursive array), which
     the description covers."""
-    if not is_jsonschema_compliant():
+    if not is_json_schema():
         return {"type": "object", "description": description, "additionalProperties": True}
     no_nul = {"type": "string", "pattern": NO_NUL}
     nested = {"$ref": f"#/components/schemas/{component}"}
@@ -264,7 +268,7 @@ class ConstantSchema(OpenApiSerializerFieldExtension):
 
     def get_name(self) -> str | None:
         # A named enum is not hoisted into a component of drf-spectacular's naming.
-        return None if is_jsonschema_compliant() else self.target.name
+        return None if is_json_schema() else self.target.name
 
     def map_serializer_field(self, auto_schema: AutoSchema, direction: str) -> Schema:
         return constant(self.target.value)
@@ -652,7 +656,7 @@ def stored_properties(auto_schema: AutoSchema) -> Schema:
         auto_schema, "response"
     )
     nullable: Schema
-    if is_jsonschema_compliant():
+    if is_json_schema():
         nullable = {"oneOf": [properties, {"type": "null"}]}
     else:
         nullable = {"allOf": [properties], "nullable": True}
