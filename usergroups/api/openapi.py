@@ -103,8 +103,10 @@ class StrictCharSchema(FieldSchema):
     target_class = "usergroups.api.serializers.StrictCharField"
 
     def schema(self, auto_schema: AutoSchema) -> Schema:
-        # For allow_blank, drf-spectacular adds the empty string as the other of a oneOf.
-        return text_schema(self.target.max_length or MAX_ID_LENGTH)
+        text = text_schema(self.target.max_length or MAX_ID_LENGTH)
+        if self.target.allow_blank:  # said here: drf-spectacular before 0.28 would not
+            return {"oneOf": [text, {"type": "string", "maxLength": 0}]}
+        return text
 
 
 class MappingSchema(FieldSchema):
