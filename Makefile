@@ -49,7 +49,7 @@ demo: demo-setup
 # One pytest-xdist worker per core; TEST_WORKERS=0 runs in one process (e.g. for pdb).
 TEST_WORKERS ?= auto
 test: $(VENV)/.installed-$(TEST_EXTRAS)
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .

@@ -44,7 +44,9 @@ from tests.support.deployment import manage, server_env
 from tests.support.gunicorn import Gunicorn
 from tests.support.leaks import SECRET_SHAPE
 
-pytestmark = pytest.mark.live
+# The last tests read what the fuzz tests counted in this module's globals: one worker
+# runs the whole module, in order (pytest-xdist's loadgroup).
+pytestmark = [pytest.mark.live, pytest.mark.xdist_group("fuzz")]
 
 CHECKS = [
     not_a_server_error,
