@@ -9,7 +9,7 @@ from typing import Any
 from rest_framework import serializers
 
 from usergroups.api.serializers import PropertiesField, StrictBooleanField, StrictCharField
-from usergroups.services.end_users import CHANGEABLE, EndUserRecord
+from usergroups.services.end_users import CHANGEABLE
 
 
 class EndUserIdSerializer(serializers.Serializer):
@@ -50,7 +50,3 @@ class EndUserSerializer(serializers.Serializer):
 
 class DeletedEndUserSerializer(serializers.Serializer):
     end_user_id = serializers.CharField(read_only=True)
-
-
-def end_user_representation(end_user: EndUserRecord) -> dict[str, Any]:
-    return dict(EndUserSerializer(end_user).data)

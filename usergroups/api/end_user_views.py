@@ -18,7 +18,6 @@ from usergroups.api.end_user_serializers import (
     EndUserListQuerySerializer,
     EndUserSerializer,
     PutEndUserSerializer,
-    end_user_representation,
 )
 from usergroups.api.querystring import query_params
 from usergroups.api.views import WorkspaceAPIView, workspace_id
@@ -51,7 +50,7 @@ class EndUserView(WorkspaceAPIView):
         )
         if found is None:
             raise NotFound(NOT_FOUND)
-        return Response({"success": 1, "end_user": end_user_representation(found)})
+        return Response({"success": 1, "end_user": EndUserSerializer(found).data})
 
     def put(self, request: Request) -> Response:
         serializer = PutEndUserSerializer(data=request.data)
@@ -60,7 +59,7 @@ class EndUserView(WorkspaceAPIView):
             workspace_id(request), serializer.validated_data["end_user_id"], serializer.changes()
         )
         return Response(
-            {"success": 1, "created": created, "end_user": end_user_representation(end_user)}
+            {"success": 1, "created": created, "end_user": EndUserSerializer(end_user).data}
         )
 
     def delete(self, request: Request) -> Response:
