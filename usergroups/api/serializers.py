@@ -84,9 +84,10 @@ class TokenField(serializers.Field):
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, group: GroupRecord) -> str:
-        if group.token is None:
+        token = group.token  # unsealed on each read: once
+        if token is None:
             raise TokenUnavailable()
-        return group.token
+        return token
 
 
 class NamedGroupSerializer(serializers.Serializer):

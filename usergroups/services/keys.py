@@ -48,8 +48,9 @@ def find_api_key(key: str) -> APIKey | None:
     if not crypto.looks_like_api_key(key):
         return None
     key_digest = crypto.digest(key)
-    row = APIKey.objects.filter(digest=key_digest).first()
-    if row is None:
+    try:
+        row = APIKey.objects.get(digest=key_digest)  # unique: no ORDER BY, as .first() adds
+    except APIKey.DoesNotExist:
         return None
     # The database matched the digest already; comparing again, in constant time, keeps a
     # lenient collation (MariaDB's are case- and pad-insensitive) from accepting a near match.
