@@ -15,11 +15,12 @@ comma := ,
 # by a MariaDB DATABASE_URL or, under CI=true, by the live race test's own MariaDB database.
 TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI))),$(comma)mysql)
 
-.PHONY: help demo demo-setup test lint typecheck tox docs docs-serve clean
+.PHONY: help demo demo-setup test test-slow lint typecheck tox docs docs-serve clean
 
 help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
-	@echo "make test   create .venv, run the suite (DATABASE_URL picks the database; default SQLite)"
+	@echo "make test   create .venv, run the suite but its slow tier (DATABASE_URL picks the database;"
+	@echo "            default SQLite); make test-slow: the slow tier (fuzzing, load, browser waits)"
 	@echo "make lint   ruff check and ruff format --check"
 	@echo "make typecheck  mypy (django-stubs, djangorestframework-stubs) over usergroups/"
 	@echo "make tox    the Python x Django matrix of tox.ini, and its lowest/newest releases"
@@ -47,9 +48,15 @@ demo: demo-setup
 	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
 
 # One pytest-xdist worker per core; TEST_WORKERS=0 runs in one process (e.g. for pdb).
+# make test leaves out the tests marked `slow` (a few long system tests under load and in
+# a browser); make test-slow runs just them; CI runs both.
 TEST_WORKERS ?= auto
+TEST_MARKERS ?= not slow
 test: $(VENV)/.installed-$(TEST_EXTRAS)
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
+
+test-slow: $(VENV)/.installed-$(TEST_EXTRAS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m slow $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .

@@ -185,6 +185,7 @@ def test_an_http_answer_is_shown_as_status_headers_shown_and_body():
 
 
 @pytest.mark.live
+@pytest.mark.slow
 def test_against_a_live_server_a_stale_output_fails_and_a_rewrite_passes(tmp_path):
     """The README's stale PUT: written from a run, the page passes a second run (new
     tokens, paired); with the PUT showing the token from before the rotation it fails,

@@ -46,7 +46,7 @@ from tests.support.leaks import SECRET_SHAPE
 
 # The last tests read what the fuzz tests counted in this module's globals: one worker
 # runs the whole module, in order (pytest-xdist's loadgroup).
-pytestmark = [pytest.mark.live, pytest.mark.xdist_group("fuzz")]
+pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("fuzz")]
 
 CHECKS = [
     not_a_server_error,

@@ -32,7 +32,7 @@ from tests.support.api import GROUP_KEYS
 from tests.support.deployment import migrated_site
 from tests.support.gunicorn import Gunicorn
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 SECONDS = 12
 CLIENTS = 8

@@ -35,7 +35,7 @@ from tests.support.load import MAX_RETRIES, REQUEST_TIMEOUT, LoadClient
 from tests.support.pgbouncer import PgBouncer
 from tests.support.postgres import ADDRESS, direct_url, drop_database, recreate_database
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 WORKERS = 3
 CLIENTS = 6

@@ -15,7 +15,7 @@ from tests.support.factories import (
 from tests.support.http import call_api
 from usergroups.models import APIKey, UserGroup
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TOKEN = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
 KEY = re.compile(r"ugk_[A-Za-z0-9_-]{43}")

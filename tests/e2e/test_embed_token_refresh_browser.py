@@ -23,7 +23,7 @@ from tests.support.dashboard_page import (
 )
 from usergroups import services
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TOKEN_SECONDS = 30  # the shortest an embed token may live
 LATER_MS = 45_000
