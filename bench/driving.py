@@ -13,7 +13,7 @@ from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
 from bench.scenarios import LABELS, Results, Run, runs_for
-from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY
+from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END_USER
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import exchange
 
@@ -25,6 +25,7 @@ SCHEMES = {
     "authtoken": "Token",
     "knox": "Token",
     "embed_token": "Embed",
+    "embed_token_end_user": "Embed",
     "simplejwt_token": "Bearer",
 }
 
@@ -74,6 +75,8 @@ class Server:
     def authorization(self, secret: str) -> str:
         if secret == "embed_token":
             token = self.call("POST", "/api/user/embed-token", "api_key", MINT_BODY)
+        elif secret == "embed_token_end_user":
+            token = self.call("POST", "/api/user/embed-token", "api_key", MINT_BODY_END_USER)
         elif secret == "simplejwt_token":
             token = self.call("POST", "/bench/simplejwt/mint", "authtoken", MINT_BODY)
         else:
@@ -102,7 +105,7 @@ class Server:
         if run.script == "get":
             env["BENCH_BODY"] = json.dumps(GET_BODY)
         elif run.script == "post":
-            env["BENCH_BODY"] = json.dumps(MINT_BODY)
+            env["BENCH_BODY"] = json.dumps(MINT_BODY_END_USER if run.end_user else MINT_BODY)
         elif run.script == "create":
             env["BENCH_RUN_ID"] = f"new-{uuid.uuid4().hex[:12]}"
         elif run.script == "rotate":  # a fresh group per run; the chain starts at its token

@@ -16,12 +16,21 @@ class Run:
     secret: str  # which credential it sends (bench/driving.py: Server.authorization)
     label: str
     connections: int | None = None  # None: --connections
+    end_user: bool = False  # the mint body names an end user (bench/workload.py)
 
 
 RUNS = [
     Run("get", "usergroups", "/api/user", "get", "api_key", "usergroups"),
     Run("get", "authtoken", "/bench/authtoken", "get", "authtoken", "DRF authtoken, constant"),
     Run("verify", "usergroups", "/bench/embed", "plain_get", "embed_token", "usergroups"),
+    Run(
+        "verify",
+        "end_user",
+        "/bench/embed",
+        "plain_get",
+        "embed_token_end_user",
+        "usergroups, a token naming an end user",
+    ),
     Run("verify", "knox", "/bench/knox", "plain_get", "knox", "knox TokenAuthentication"),
     Run(
         "verify",
@@ -32,6 +41,15 @@ RUNS = [
         "simplejwt JWTStatelessUserAuthentication",
     ),
     Run("mint", "usergroups", "/api/user/embed-token", "post", "api_key", "usergroups"),
+    Run(
+        "mint",
+        "end_user",
+        "/api/user/embed-token",
+        "post",
+        "api_key",
+        "usergroups, for an unchanged end user",
+        end_user=True,
+    ),
     Run("mint", "simplejwt", "/bench/simplejwt/mint", "post", "authtoken", "simplejwt, by hand"),
     Run("create", "usergroups", "/api/user", "create", "api_key", "usergroups"),
     # A chain: each request rotates the token the last answer gave, so one connection.
@@ -94,6 +112,19 @@ RATIOS = [
         0.8,
     ),
     Ratio("mint / hand-written simplejwt mint", ("mint", "usergroups"), ("mint", "simplejwt"), 1.8),
+    # Issue 21: naming an end user costs at most 10%.
+    Ratio(
+        "verification of a token naming an end user / one naming none",
+        ("verify", "end_user"),
+        ("verify", "usergroups"),
+        0.9,
+    ),
+    Ratio(
+        "mint for an unchanged end user / mint naming none",
+        ("mint", "end_user"),
+        ("mint", "usergroups"),
+        0.9,
+    ),
     Ratio(
         "create / DRF authtoken constant view",
         ("create", "usergroups"),

@@ -17,6 +17,15 @@ GET_BODY = {
     "properties": TARGET_PROPERTIES,
 }
 MINT_BODY = {"user_group_id": TARGET_ID}
+# A person of the target customer (CONTRACT section 7), unchanged from mint to mint. The
+# attribute repeats the group's own value, so the variables, and every verification
+# view's answer, stay the same: the rows differ by the end user's work alone.
+END_USER = {
+    "id": "bench-person",
+    "display_name": "Bench Person",
+    "attributes": {"region": "eu-west"},
+}
+MINT_BODY_END_USER = {**MINT_BODY, "end_user": END_USER}
 
 # The target's variables: what an embed token for it grants (a top-level group minted
 # without params has its own properties), and what every verification view answers.
