@@ -414,6 +414,7 @@ def test_a_disabled_persons_tokens_are_refused(api_client, workspace, group):
     send(api_client, "PUT", {"end_user_id": "ann", "disabled": True}, path=END_USER_URL)
     assert_refused(token)
     send(api_client, "PUT", {"end_user_id": "ann", "disabled": False}, path=END_USER_URL)
+    assert_refused(token)  # disabling revoked it: enabling does not bring it back
     assert works(person_token(api_client, group.provided_id))
 
 
