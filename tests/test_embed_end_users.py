@@ -378,7 +378,7 @@ def test_the_sequence_reset_on_postgresql_never_revives_another_workspaces_token
     assert_refused(token)
 
 
-def test_existing_groups_get_distinct_bindings(workspace):
+def test_each_new_group_gets_a_binding_of_its_own(workspace):
     groups = UserGroupFactory.create_batch(3, workspace=workspace)
     assert len({g.embed_binding for g in groups}) == 3 and all(g.embed_binding for g in groups)
 
