@@ -176,6 +176,20 @@ def test_a_bad_end_user_is_invalid(api_client, group, end_user):
     assert not EndUser.objects.exists()
 
 
+def test_a_token_too_large_for_a_person_changes_nothing(api_client, group):
+    body = {
+        "user_group_id": group.provided_id,
+        "end_user": {"id": "\N{GRINNING FACE}" * 255, "attributes": {"a": 1}},  # 1020 bytes
+        "params": {"p": "y" * 1900},
+        "resource": "r" * 255,
+        "origin": "https://" + "o" * 60 + ".example",
+    }
+    assert_error(
+        mint(api_client, body), 400, "invalid", fields=["params", "resource", "origin", "end_user"]
+    )
+    assert not EndUser.objects.exists()
+
+
 @pytest.mark.parametrize("exclusive", [1, "true", None, "yes"])
 def test_exclusive_must_be_a_boolean(api_client, group, exclusive):
     body = {"user_group_id": group.provided_id, "end_user": {"id": "ann"}, "exclusive": exclusive}
