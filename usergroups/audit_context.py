@@ -8,10 +8,11 @@ context variable keeps concurrent requests (threads or tasks) apart.
 
 import ipaddress
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, TypeGuard
 
 ACTOR_TYPES = ("api_key", "staff", "system")
 # X-Request-ID: at most this many printable ASCII characters (CONTRACT section 8).
@@ -60,13 +61,27 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def valid_request_id(value: object) -> bool:
+def valid_request_id(value: object) -> TypeGuard[str]:
     """A client's ``X-Request-ID`` is kept if it is 1 to 200 printable ASCII characters."""
     return (
         isinstance(value, str)
         and 0 < len(value) <= MAX_REQUEST_ID_LENGTH
         and all(" " <= char <= "~" for char in value)
     )
+
+
+def request_id_from(meta: Mapping[str, Any]) -> str:
+    """The request's ``X-Request-ID`` (from a WSGI/ASGI ``META``) if valid, else a new one."""
+    given = meta.get("HTTP_X_REQUEST_ID")
+    return given if valid_request_id(given) else new_request_id()
+
+
+@contextmanager
+def acting_for_request(actor: Actor, meta: Mapping[str, Any]) -> Iterator[AuditContext]:
+    """:func:`acting` for a request: its ``X-Request-ID`` and client address (the
+    ``REMOTE_ADDR`` the server saw; a proxy's forwarded address is the host's to trust)."""
+    with acting(actor, request_id=request_id_from(meta), ip=meta.get("REMOTE_ADDR")) as context:
+        yield context
 
 
 def current() -> AuditContext:
@@ -82,6 +97,15 @@ def current_request_id() -> str | None:
     """The request id being served, if any (for log records)."""
     context = _current.get()
     return None if context is None else context.request_id
+
+
+def set_actor(actor: Actor) -> None:
+    """Name the actor of the context already entered (an API request knows its key only
+    once authenticated); restored with the rest when :func:`acting` exits."""
+    context = _current.get()
+    if context is None:
+        raise RuntimeError("set_actor() outside acting()")
+    _current.set(replace(context, actor=actor))
 
 
 def _valid_ip(value: str | None) -> str | None:

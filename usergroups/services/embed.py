@@ -9,10 +9,10 @@ process refuses the older tokens at its next verification.
 A mint racing a revocation never yields a token that outlives it: the mint reads the
 generation before it signs, so a revocation that commits after that read leaves the
 token's generation behind; one that commits before it is seen by the read, and the
-token, minted after the revocation, rightly works. Minting writes nothing.
+token, minted after the revocation, rightly works. Minting writes one row: its audit
+event, named by the token's ``jti`` (never the token).
 """
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,13 +26,14 @@ from django.views.decorators.debug import sensitive_variables
 from usergroups.conf import usergroups_settings
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
+from usergroups.logs import get_logger
 from usergroups.models import UserGroup
 from usergroups.records import GroupRecord
-from usergroups.services import lineage
+from usergroups.services import audit, lineage
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class MintedGroup(NamedTuple):
@@ -75,7 +76,7 @@ def mint_embed_token(
 ) -> MintedToken | None:
     """A token for the workspace's group ``provided_id``; None if there is none.
 
-    One read of the group's own row, no write.
+    One read of the group's own row and one write, its audit event.
     ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
     raises :class:`usergroups.embed.tokens.TokenTooLarge` when the token would be.
     """
@@ -84,6 +85,7 @@ def mint_embed_token(
         return None
     seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
     issued_at = int(timezone.now().timestamp())
+    jti = tokens.new_jti()
     token = tokens.sign(
         team_id=group.team_id,
         user_group_id=group.provided_id,
@@ -93,10 +95,27 @@ def mint_embed_token(
         resource=resource,
         origin=origin,
         params=params,
+        jti=jti,
     )
     expires_at = datetime.fromtimestamp(issued_at + seconds, UTC)
-    # DEBUG: a mint writes nothing and comes with every dashboard load and refresh; the
-    # app logs its writes at INFO.
+    # Signed first: a token too large is refused without an event. One INSERT, atomic by
+    # itself: record() opens no savepoint for it.
+    audit.record(
+        workspace_id,
+        audit.EMBED_TOKEN_MINTED,
+        user_group_id=group.provided_id,
+        details={
+            "jti": jti,
+            "team_id": group.team_id,
+            "expires_at": expires_at.isoformat(),
+            "resource": resource,
+            "origin": origin,
+            # The names only: the values are the host's data.
+            "params": sorted(params) if params else [],
+        },
+    )
+    # DEBUG: a mint comes with every dashboard load and refresh; the app logs its other
+    # writes at INFO.
     logger.debug("Minted an embed token for user group team_id=%s", group.team_id)
     return MintedToken(token, seconds, expires_at, group)
 
@@ -141,11 +160,18 @@ def revoke_embed_tokens_of(workspace_id: int, provided_id: str) -> GroupRecord |
 @retry_on_deadlock
 def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
     with transaction.atomic(using=router.db_for_write(UserGroup)):
-        team_id = matching.select_for_update().values_list("pk", flat=True).first()
-        if team_id is None:
+        row = matching.select_for_update().values_list("pk", "workspace_id", "provided_id").first()
+        if row is None:
             return None
+        team_id, workspace_id, provided_id = row
         UserGroup.objects.filter(pk=team_id).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
+        )
+        audit.record(
+            workspace_id,
+            audit.EMBED_TOKEN_REVOKED,
+            user_group_id=provided_id,
+            details={"axis": "user_group", "team_id": team_id},
         )
         record = lineage.find_group(lineage.BY_TEAM_ID, team_id)
     if record is None:  # a read of the row this transaction holds locked: never

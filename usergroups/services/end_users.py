@@ -11,7 +11,6 @@ the unique constraint: the loser changes the winner's row instead.
 """
 
 import json
-import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,7 +20,9 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Collate, Left
 from django.utils import timezone
 
+from usergroups.logs import get_logger
 from usergroups.models import EndUser
+from usergroups.services import audit
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
     end_user_created,
@@ -31,7 +32,7 @@ from usergroups.signals import (
     send_on_commit,
 )
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: What a caller may set on an end user.
 CHANGEABLE = ("display_name", "attributes", "disabled")
@@ -146,6 +147,15 @@ def _create(workspace_id: int, end_user_id: str, changes: dict[str, Any]) -> End
     )
     with _atomic():
         row.save(force_insert=True)
+        audit.record(
+            workspace_id,
+            audit.END_USER_CREATED,
+            end_user_id=end_user_id,
+            details={
+                "fields": [name for name in CHANGEABLE if name in changes],
+                "disabled": row.disabled,
+            },
+        )
     record = EndUserRecord.from_model(row)
     send_on_commit(end_user_created, EndUser, end_user=record)
     logger.info("Created end user pk=%s in workspace %s", record.pk, workspace_id)
@@ -177,10 +187,20 @@ def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord |
                 setattr(row, name, changes[name])
             row.updated_at = timezone.now()
             written = [*differing, "updated_at"]
+            details: dict[str, Any] = {"fields": differing}
+            if "disabled" in differing:
+                details["disabled"] = row.disabled
             if "disabled" in differing and row.disabled:
                 row.tokens_revoked_at = row.updated_at
                 written.append("tokens_revoked_at")
+                details["tokens_revoked"] = True
             row.save(update_fields=written)
+            audit.record(
+                row.workspace_id,
+                audit.END_USER_UPDATED,
+                end_user_id=row.end_user_id,
+                details=details,
+            )
     record = EndUserRecord.from_model(row)
     if differing:
         send_on_commit(end_user_updated, EndUser, end_user=record)
@@ -198,6 +218,12 @@ def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
             return None
         row.tokens_revoked_at = timezone.now()
         row.save(update_fields=["tokens_revoked_at"])
+        audit.record(
+            workspace_id,
+            audit.EMBED_TOKEN_REVOKED,
+            end_user_id=end_user_id,
+            details={"axis": "end_user"},
+        )
     record = EndUserRecord.from_model(row)
     send_on_commit(end_user_tokens_revoked, EndUser, end_user=record)
     logger.info("Revoked the embed tokens of end user pk=%s", record.pk)
@@ -213,6 +239,7 @@ def delete_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | None
             return None
         record = EndUserRecord.from_model(row)
         EndUser.objects.filter(pk=row.pk).delete()
+        audit.record(workspace_id, audit.END_USER_DELETED, end_user_id=end_user_id)
     send_on_commit(end_user_deleted, EndUser, end_user=record)
     logger.info("Deleted end user pk=%s", record.pk)
     return record
