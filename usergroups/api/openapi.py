@@ -35,6 +35,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.views import APIView
 
+from usergroups.api import audit_serializers as audit
 from usergroups.api import embed_serializers as embed
 from usergroups.api import serializers as api
 from usergroups.conf import usergroups_settings
@@ -241,6 +242,31 @@ class EmbedTokenSchema(FieldSchema):
             "type": "string",
             "pattern": NO_NUL,
             "description": "Any string: a malformed or expired one is just inactive.",
+        }
+
+
+class ActionPrefixSchema(FieldSchema):
+    target_class = "usergroups.api.audit_serializers.ActionPrefixField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "maxLength": audit.MAX_ACTION_LENGTH,
+            "pattern": f"^{audit.ACTION_PREFIX_PATTERN}$",
+            "description": "A dotted prefix of actions: `user_group`, `user_group.created`.",
+        }
+
+
+class CursorSchema(FieldSchema):
+    target_class = "usergroups.api.audit_serializers.CursorField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": audit.MAX_CURSOR_LENGTH,
+            "pattern": audit.CURSOR_PATTERN,
+            "description": "The `next_cursor` of an earlier answer (opaque).",
         }
 
 
@@ -496,7 +522,8 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             f"{MAX_TOKEN_BYTES} bytes) for the browser, instead of the group token. Claims: "
             "`iss`, `aud`, `sub` (the team_id), `iat`, `exp`, `jti`, `user_group_id`, `gen`, "
             "and `resource`, `origin`, `params` when given; one that would be larger is 400 "
-            "`invalid` naming them. Writes nothing. Scope: `embed`, "
+            "`invalid` naming them. Writes one row: its audit event (`embed_token.minted`, "
+            "naming the token by its `jti`). Scope: `embed`, "
             "checked before the body is read.",
             "scopes": ["embed"],
             "request": embed.MintRequestSerializer,
@@ -552,6 +579,34 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "scopes": ["embed"],
             "request": embed.RevokeRequestSerializer,
             "responses": {200: EMBED_GROUP_ANSWER, **errors(*KEYED, 404, s404=EMBED_GROUP_404)},
+        },
+    },
+    "usergroups.api.audit_views.AuditEventListView": {
+        "GET": {
+            "operation_id": "list_audit_events",
+            "answer": "A page of the workspace's audit events, newest first.",
+            "summary": "List audit events",
+            "description": "The workspace's audit trail, newest first: every change, embed "
+            "token mint and revocation, with who made it (`actor`), the request's "
+            "`X-Request-ID` and what changed (`details`). Filters combine: `action` is a "
+            "dotted prefix (`user_group` or `user_group.created`), `since` is inclusive and "
+            "`until` exclusive (ISO 8601). Pages follow `next_cursor` (null on the last); "
+            "events written meanwhile never appear on later pages, and none is skipped or "
+            "repeated. Scope: `read`, checked before the query is read.",
+            "scopes": ["read"],
+            "request": None,
+            "parameters": [audit.AuditQuerySerializer],
+            "responses": {
+                200: answer(
+                    "AuditAnswer",
+                    events=audit.AuditEventSerializer(many=True),
+                    next_cursor=serializers.CharField(
+                        allow_null=True,
+                        help_text="Pass as `cursor` for the next page; null on the last.",
+                    ),
+                ),
+                **errors(400, 401, 403, 429, 503),
+            },
         },
     },
     "usergroups.api.embed_views.JWKSView": {

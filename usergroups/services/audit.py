@@ -8,15 +8,16 @@ its ``jti``, a key by its prefix.
 """
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import router, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from usergroups import audit_context
-from usergroups.models import AuditEvent
+from usergroups.models import AuditEvent, Workspace
 
 USER_GROUP_CREATED = "user_group.created"
 USER_GROUP_UPDATED = "user_group.updated"
@@ -99,3 +100,112 @@ def record(
     with transaction.atomic(using=router.db_for_write(AuditEvent), savepoint=False):
         event.save(force_insert=True)
     return event
+
+
+def actions_under(prefix: str) -> list[str]:
+    """The actions a dotted prefix names: ``"user_group"`` names the five
+    ``user_group.*``, ``"user_group.created"`` itself; a prefix stops at a dot, so
+    ``"user_group.cre"`` names none."""
+    return [action for action in ACTIONS if action == prefix or action.startswith(prefix + ".")]
+
+
+def events_of(
+    workspace_id: int,
+    *,
+    action_prefix: str | None = None,
+    user_group_id: str | None = None,
+    end_user_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[AuditEvent]:
+    """The workspace's events that match every filter given, newest first (by ``id``,
+    the order of insertion). ``since`` is inclusive, ``until`` exclusive."""
+    events = AuditEvent.objects.filter(workspace_id=workspace_id)
+    if action_prefix is not None:
+        # IN over the closed list of actions: an index range on (workspace, action, id)
+        # on every database, where LIKE would depend on the column's collation.
+        events = events.filter(action__in=actions_under(action_prefix))
+    if user_group_id is not None:
+        events = events.filter(user_group_id=user_group_id)
+    if end_user_id is not None:
+        events = events.filter(end_user_id=end_user_id)
+    if since is not None:
+        events = events.filter(at__gte=since)
+    if until is not None:
+        events = events.filter(at__lt=until)
+    return events.order_by("-id")
+
+
+def page_of_events(
+    events: QuerySet[AuditEvent], *, before_id: int | None, limit: int
+) -> tuple[list[AuditEvent], int | None]:
+    """A page of ``events`` (newest first) below ``before_id``: ``(events, next before_id
+    or None)``, one query.
+
+    Keyset paging on ``id``: an event inserted while a client pages gets a higher id than
+    every page it has not read yet, so it is never shown on them; nothing is skipped or
+    shown twice, whatever is written meanwhile.
+    """
+    if before_id is not None:
+        events = events.filter(id__lt=before_id)
+    rows = list(events[: limit + 1])
+    if len(rows) > limit:
+        return rows[:limit], rows[limit - 1].id
+    return rows, None
+
+
+def as_dict(event: AuditEvent) -> dict[str, Any]:
+    """An event as the API, the export and webhooks show it (CONTRACT section 8)."""
+    return {
+        "id": event.event_id,
+        "at": event.at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "action": event.action,
+        "actor": event.actor,
+        "user_group_id": event.user_group_id,
+        "end_user_id": event.end_user_id,
+        "request_id": event.request_id,
+        "ip": event.ip,
+        "details": event.details,
+    }
+
+
+def export_events(
+    workspace_id: int, *, since: datetime | None = None, batch_size: int = 1000
+) -> Iterator[dict[str, Any]]:
+    """Every event of the workspace (at or after ``since``), oldest first, as
+    :func:`as_dict`: read in keyset batches of ``batch_size``, so memory stays constant
+    however many there are and no read holds a long transaction open."""
+    after_id = 0
+    while True:
+        batch = AuditEvent.objects.filter(workspace_id=workspace_id, id__gt=after_id)
+        if since is not None:
+            batch = batch.filter(at__gte=since)
+        rows = list(batch.order_by("id")[:batch_size])
+        for event in rows:
+            yield as_dict(event)
+        if len(rows) < batch_size:
+            return
+        after_id = rows[-1].id
+
+
+def prune_events(before: datetime, *, batch_size: int = 1000) -> tuple[int, int]:
+    """Delete the events older than ``before`` in batches of at most ``batch_size`` rows,
+    each its own short transaction (no long lock): ``(events deleted, batches)``. Each
+    batch is found by the (workspace, at) index, then deleted by primary key."""
+    deleted = batches = 0
+    using = router.db_for_write(AuditEvent)
+    for workspace_id in list(Workspace.objects.order_by("pk").values_list("pk", flat=True)):
+        while True:
+            with transaction.atomic(using=using):
+                ids = list(
+                    AuditEvent.objects.filter(workspace_id=workspace_id, at__lt=before)
+                    .order_by("at")
+                    .values_list("id", flat=True)[:batch_size]
+                )
+                if ids:
+                    AuditEvent.objects.filter(id__in=ids).delete()
+                    batches += 1
+            deleted += len(ids)
+            if len(ids) < batch_size:
+                break
+    return deleted, batches
