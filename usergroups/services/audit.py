@@ -154,11 +154,18 @@ def page_of_events(
     return rows, None
 
 
+def timestamp(moment: datetime | None) -> str | None:
+    """A time as events write it: ISO 8601 in UTC with ``Z``; None stays None."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def as_dict(event: AuditEvent) -> dict[str, Any]:
     """An event as the API, the export and webhooks show it (CONTRACT section 8)."""
     return {
         "id": event.event_id,
-        "at": event.at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "at": timestamp(event.at),
         "action": event.action,
         "actor": event.actor,
         "user_group_id": event.user_group_id,
