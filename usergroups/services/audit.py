@@ -198,6 +198,17 @@ def page_of_events(
     skipped or shown twice, whatever is written meanwhile. Raises ``ValueError`` for a
     position of the other kind.
     """
+    rows = list(page_query(events, by_time=by_time, after=after, limit=limit))
+    if len(rows) <= limit:
+        return rows, None
+    last = rows[limit - 1]
+    return rows[:limit], Position(last.id, last.at if by_time else None)
+
+
+def page_query(
+    events: QuerySet[AuditEvent], *, by_time: bool, after: Position | None, limit: int
+) -> QuerySet[AuditEvent]:
+    """The query of :func:`page_of_events` (one more row than ``limit``: is there more?)."""
     if after is not None and (after.at is not None) != by_time:
         raise ValueError("The position is not one of this kind of page.")
     if by_time:
@@ -211,11 +222,7 @@ def page_of_events(
         ordered = events.order_by("-id")
         if after is not None:
             ordered = ordered.filter(id__lt=after.id)
-    rows = list(ordered[: limit + 1])
-    if len(rows) <= limit:
-        return rows, None
-    last = rows[limit - 1]
-    return rows[:limit], Position(last.id, last.at if by_time else None)
+    return ordered[: limit + 1]
 
 
 def timestamp(moment: datetime | None) -> str | None:
