@@ -12,7 +12,7 @@ from rest_framework import serializers
 from usergroups.api.serializers import StrictCharField
 from usergroups.audit_context import ACTOR_TYPES
 from usergroups.services import audit
-from usergroups.services.audit import Position
+from usergroups.services.audit import EPOCH, Position
 
 # A dotted prefix: one or more segments of lowercase letters and underscores.
 ACTION_PREFIX_PATTERN = r"[a-z_]+(?:\.[a-z_]+)*"
@@ -20,7 +20,6 @@ ACTION_PREFIX = re.compile(ACTION_PREFIX_PATTERN)
 MAX_ACTION_LENGTH = 64
 MAX_CURSOR_LENGTH = 64
 CURSOR_PATTERN = "^[A-Za-z0-9_-]+$"
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Year 9999: past it a time is no datetime.
 MAX_MICROSECONDS = (datetime(9999, 12, 31, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 

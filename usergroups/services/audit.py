@@ -59,7 +59,7 @@ ACTIONS: tuple[str, ...] = (
     WEBHOOK_DISABLED,
 )
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def new_event_id(at_microseconds: int) -> str:
@@ -119,7 +119,7 @@ def _event(
     at = timezone.now()
     return AuditEvent(
         workspace_id=workspace_id,
-        event_id=new_event_id((at - _EPOCH) // timedelta(microseconds=1)),
+        event_id=new_event_id((at - EPOCH) // timedelta(microseconds=1)),
         at=at,
         action=action,
         actor_type=context.actor.type,
