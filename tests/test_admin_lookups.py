@@ -57,6 +57,11 @@ SECRET_LOOKUPS = {
         "workspace__user_groups__token_sealed__startswith",
         "workspace__user_groups__token_digest",
     ],
+    "auditevent": [
+        "workspace__api_keys__digest__startswith",
+        "workspace__user_groups__token_sealed__startswith",
+        "workspace__user_groups__token_digest",
+    ],
     "workspace": [
         "user_groups__token_sealed__startswith",
         "user_groups__token_digest__startswith",
@@ -70,6 +75,7 @@ NOT_OFFERED = {
     "apikey": ["prefix__startswith", "name__contains", "last_used_at__gte"],
     "workspace": ["slug__contains", "name", "id__gt"],
     "enduser": ["end_user_id__startswith", "attributes__contains", "tokens_revoked_at__gte"],
+    "auditevent": ["user_group_id__startswith", "details__contains", "ip", "request_id"],
 }
 CHANGELISTS = sorted(SECRET_LOOKUPS)
 
@@ -90,7 +96,9 @@ def test_every_changelist_of_the_app_is_covered():
 @pytest.fixture
 def staff():
     """Staff who may view everything of the app but tokens: the attacker of finding 7."""
-    return staff_client("view_usergroup", "view_apikey", "view_workspace", "view_enduser")
+    return staff_client(
+        "view_usergroup", "view_apikey", "view_workspace", "view_enduser", "view_auditevent"
+    )
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.api import assert_error, client_for, send
 from tests.support.embed import EMBED_URL, mint
 from tests.support.factories import APIKeyFactory, UserGroupFactory
-from tests.support.queries import READS, WRITES, only_reads, statements
+from tests.support.queries import READS, WRITES, statements
 from usergroups import services
 from usergroups.embed import keys
 
@@ -247,31 +247,56 @@ def test_a_body_that_is_not_json_is_415(api_client, group):
     assert_error(response, 415, "unsupported_media_type")
 
 
-def test_mint_writes_nothing_and_reads_key_and_group(
-    api_client, recently_used_key, group, django_assert_max_num_queries
+def the_event_insert_only(queries) -> bool:
+    """Every statement but one is a read; that one inserts the mint's audit event."""
+    (write,) = statements(queries, WRITES)
+    return (
+        write.startswith("INSERT")
+        and "usergroups_auditevent" in write
+        and (len(statements(queries, READS)) == len(queries) - 1)
+    )
+
+
+def test_mint_reads_key_and_group_and_writes_its_event(
+    api_client, recently_used_key, group, django_assert_num_queries
 ):
     with CaptureQueriesContext(connection) as queries:
-        with django_assert_max_num_queries(2):
+        with django_assert_num_queries(3):
             assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
-    assert only_reads(queries)
+    assert the_event_insert_only(queries)
 
 
-def test_mint_of_a_deep_group_costs_two_reads(
+@pytest.mark.django_db(transaction=True)
+def test_a_mint_as_a_server_runs_it_writes_its_event_only(
+    api_client, recently_used_key, group, django_assert_max_num_queries
+):
+    """No transaction open: the key, the group, the event's INSERT (with SQLite's BEGIN
+    and COMMIT around it): the event is the mint's one write."""
+    with CaptureQueriesContext(connection) as queries:
+        with django_assert_max_num_queries(5):
+            assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
+    (write,) = statements(queries, ("INSERT", "UPDATE", "DELETE", "REPLACE"))
+    assert write.startswith("INSERT") and "usergroups_auditevent" in write
+    assert len(statements(queries, READS)) == 2
+
+
+def test_mint_of_a_deep_group_costs_two_reads_and_its_event(
     api_client, recently_used_key, workspace, django_assert_num_queries
 ):
     """The key, then the group with its ancestors in one statement, at any depth."""
     parent = UserGroupFactory.create(workspace=workspace)
     child = UserGroupFactory.create(workspace=workspace, parent=parent)
     grandchild = UserGroupFactory.create(workspace=workspace, parent=child)
-    with CaptureQueriesContext(connection) as queries, django_assert_num_queries(2):
+    with CaptureQueriesContext(connection) as queries, django_assert_num_queries(3):
         assert mint(api_client, {"user_group_id": grandchild.provided_id}).status_code == 200
-    assert only_reads(queries)
+    assert the_event_insert_only(queries)
 
 
-def test_the_only_write_of_a_mint_is_the_keys_last_used_time(api_client, api_key, group):
+def test_a_mints_writes_are_the_keys_last_used_time_and_its_event(api_client, api_key, group):
     with CaptureQueriesContext(connection) as queries:
         assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
     writes = statements(queries, WRITES)
-    assert len(writes) == 1 and "last_used_at" in writes[0]
+    assert len(writes) == 2
+    assert "last_used_at" in writes[0] and "usergroups_apikey" in writes[0]
+    assert writes[1].startswith("INSERT") and "usergroups_auditevent" in writes[1]
     assert len(statements(queries, READS)) + len(writes) == len(queries)
-    assert "usergroups_apikey" in writes[0]

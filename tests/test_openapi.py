@@ -4,9 +4,11 @@ import re
 
 import pytest
 import yaml
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from usergroups.api.audit_views import AuditEventListView
 from usergroups.api.embed_views import (
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
@@ -15,6 +17,8 @@ from usergroups.api.embed_views import (
 )
 from usergroups.api.openapi import OPERATIONS
 from usergroups.api.views import UserGroupListView, UserGroupView
+from usergroups.models import AuditEvent
+from usergroups.services import audit
 
 VIEWS = "usergroups.api.views."
 EMBED_VIEWS = "usergroups.api.embed_views."
@@ -66,6 +70,7 @@ def test_paths_are_written_as_the_docs_write_them(schema):
         "/api/user/embed-token/jwks",
         "/api/user/end-user",
         "/api/user/end-user/list",
+        "/api/user/audit",
     }
 
 
@@ -177,6 +182,7 @@ def test_bodies_of_get_and_delete_have_the_shape_drf_spectacular_gives_put(schem
         ("/api/user/embed-token", "post", ["embed"]),
         ("/api/user/embed-token/introspect", "post", ["embed"]),
         ("/api/user/embed-token/revoke", "post", ["embed"]),
+        ("/api/user/audit", "get", ["read"]),
     ],
 )
 def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, method, scopes):
@@ -448,3 +454,26 @@ def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
 
 def test_the_error_codes_name_end_user_disabled(schema):
     assert "end_user_disabled" in schema["components"]["schemas"]["ErrorCode"]["enum"]
+
+
+# The audit trail (CONTRACT section 8) --------------------------------------------------------
+
+
+def test_the_audit_list_is_described(schema):
+    described = schema["paths"]["/api/user/audit"]["get"]
+    assert described["x-scopes"] == [AuditEventListView.required_scopes["GET"]]
+    assert {p["name"] for p in described["parameters"]} == {
+        "action", "user_group_id", "end_user_id", "since", "until", "limit", "cursor",
+    }  # fmt: skip
+    limit = next(p for p in described["parameters"] if p["name"] == "limit")["schema"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 200, 50)
+    page = answer(schema, described)
+    assert set(page["required"]) == {"success", "events", "next_cursor"}
+    assert nullable(page["properties"]["next_cursor"])
+    event = resolved(schema, page["properties"]["events"]["items"])
+    # The schema describes the one representation the API answers with.
+    assert set(event["properties"]) == set(audit.as_dict(AuditEvent(at=timezone.now())))
+    actions = resolved(schema, event["properties"]["action"]["allOf"][0])["enum"]
+    assert actions == list(audit.ACTIONS)
+    for status in ("400", "401", "403"):
+        assert status in described["responses"]

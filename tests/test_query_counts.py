@@ -48,39 +48,42 @@ def test_existing_group_without_mappings_costs_the_same(
     assert statements(queries.captured_queries, WRITES) == []
 
 
-def test_rotation_costs_at_most_three_queries_and_one_write(
+def test_rotation_costs_at_most_four_queries_and_two_writes(
     api_client, mapped_group, django_assert_max_num_queries
 ):
     # The key, the group's read, the swap (PostgreSQL too since 0.3: the ORM's UPDATE
-    # returns no row, so the one-statement swap-and-read of 0.2 is gone).
-    with django_assert_max_num_queries(3) as queries:
+    # returns no row, so the one-statement swap-and-read of 0.2 is gone), its audit event.
+    with django_assert_max_num_queries(4) as queries:
         response = rotate(api_client, {"current_token": mapped_group.token})
     assert response.status_code == 200
-    (update,) = statements(queries.captured_queries, WRITES)
+    update, insert = statements(queries.captured_queries, WRITES)
     assert verb(update).startswith("UPDATE")
+    assert verb(insert).startswith("INSERT") and "usergroups_auditevent" in insert
 
 
-def test_creation_with_three_mappings_costs_at_most_six_queries(
+def test_creation_with_three_mappings_costs_at_most_seven_queries(
     api_client, django_assert_max_num_queries
 ):
     # Inside the test's transaction: a savepoint and its release around the inserts.
-    with django_assert_max_num_queries(6) as queries:
+    with django_assert_max_num_queries(7) as queries:
         response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
     assert response.json()["new_user_group"] is True
     inserts = statements(queries.captured_queries, ("INSERT",))
-    # The group (save()), then its mappings in one statement (bulk_create).
-    assert len(inserts) == 2
+    # The group (save()), then its mappings in one statement (bulk_create), its event.
+    assert len(inserts) == 3
+    assert "usergroups_auditevent" in inserts[-1]
     assert SchemaMapping.objects.count() == 3
 
 
 @pytest.mark.django_db(transaction=True)
-def test_creation_outside_a_transaction_costs_six_queries(
+def test_creation_outside_a_transaction_costs_seven_queries(
     api_client, django_assert_max_num_queries
 ):
-    """As a server runs it (no transaction open): the key, the miss, then BEGIN, the two
-    INSERTs and COMMIT (PostgreSQL too since 0.3: its one-statement INSERT of a group and
-    its mappings was hand-written SQL, which the ORM cannot say)."""
-    with django_assert_max_num_queries(6) as queries:
+    """As a server runs it (no transaction open): the key, the miss, then BEGIN, the three
+    INSERTs (group, mappings, audit event) and COMMIT (PostgreSQL too since 0.3: its
+    one-statement INSERT of a group and its mappings was hand-written SQL, which the ORM
+    cannot say)."""
+    with django_assert_max_num_queries(7) as queries:
         response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
     assert response.json()["new_user_group"] is True
     opened = statements(queries.captured_queries, ("SAVEPOINT", "BEGIN"))
@@ -90,7 +93,7 @@ def test_creation_outside_a_transaction_costs_six_queries(
 
 def test_creation_cost_does_not_grow_with_the_mapping(api_client, django_assert_max_num_queries):
     mapping = {f"schema-{n}": f"source-{n}" for n in range(50)}
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):
         response = get_or_create(api_client, {"user_group_id": "acme", "mapping": mapping})
     assert response.json()["user_group"]["mapping"] == mapping
 

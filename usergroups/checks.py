@@ -26,6 +26,7 @@ _INTEGER_SETTINGS = {
     "KEY_LAST_USED_INTERVAL_SECONDS": 0,
     "EMBED_TOKEN_SECONDS": 30,
     "EMBED_TOKEN_MAX_SECONDS": 30,
+    "AUDIT_RETENTION_DAYS": 1,
 }
 # The oldest Django REST framework that works with usergroups on each Django release, the
 # last row at or below the installed Django applying. DRF before 3.18 cannot import its

@@ -51,6 +51,9 @@ DEFAULTS: dict[str, Any] = {
     # True: a mint without ``origin`` is refused (400), and so is a token without one at
     # verification; False lets a token without ``origin`` work from any origin.
     "EMBED_REQUIRE_ORIGIN": False,
+    # Audit trail (CONTRACT section 8): ``manage.py prune_audit`` deletes events older
+    # than this many days.
+    "AUDIT_RETENTION_DAYS": 365,
 }
 
 #: Settings of earlier releases that nothing reads any more, with what replaces each:

@@ -246,3 +246,64 @@ class RevokedEmbedToken(models.Model):
 
     def __str__(self) -> str:
         return self.jti
+
+
+class AuditEvent(models.Model):
+    """One change, mint or revocation, and who made it (CONTRACT section 8).
+
+    Written only by :func:`usergroups.services.audit.record`, in the transaction of the
+    change it records; never changed afterwards. Groups and end users are named by the
+    caller's ids, as text, not by foreign keys: an event outlives what it names.
+
+    ``id`` (the primary key) is the order of insertion and what the list pages on;
+    ``event_id`` is the public id: the time in microseconds (hex) then random hex, so it
+    sorts by time and says nothing about how many events other workspaces have.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed with ``id`` below (the list's order); no index of its own.
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="audit_events", db_index=False
+    )
+    # Unique by a constraint, not unique=True: on PostgreSQL that would add a second,
+    # pattern-ops index that every insert maintains and no query uses.
+    event_id = ExactCharField(max_length=40, editable=False)
+    at = models.DateTimeField(editable=False)
+    action = ExactCharField(max_length=64, editable=False)
+    actor_type = ExactCharField(max_length=16, editable=False)
+    actor_id = models.CharField(max_length=255, editable=False)
+    user_group_id = ExactCharField(max_length=255, null=True, blank=True, editable=False)
+    end_user_id = ExactCharField(max_length=255, null=True, blank=True, editable=False)
+    request_id = models.CharField(max_length=200, editable=False)
+    ip = models.GenericIPAddressField(null=True, blank=True, editable=False)
+    details = JSONTextField(default=dict, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "audit event"
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["event_id"], name="usergroups_audit_event_id")
+        ]
+        indexes = [
+            # The list, newest first, and its keyset pages (id < cursor).
+            models.Index(fields=["workspace", "id"], name="usergroups_audit_ws_id"),
+            # The filters: each an equality on the workspace's events, then id's order.
+            models.Index(
+                fields=["workspace", "user_group_id", "id"], name="usergroups_audit_ws_group"
+            ),
+            models.Index(
+                fields=["workspace", "end_user_id", "id"], name="usergroups_audit_ws_end_user"
+            ),
+            # A dotted prefix is turned into the actions it names (action IN (...)).
+            models.Index(fields=["workspace", "action", "id"], name="usergroups_audit_ws_action"),
+            # A time window, newest first (keyset on at then id); export's --since and
+            # prune's age.
+            models.Index(fields=["workspace", "at", "id"], name="usergroups_audit_ws_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_type}:{self.actor_id} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def actor(self) -> dict[str, str]:
+        return {"type": self.actor_type, "id": self.actor_id}

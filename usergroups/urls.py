@@ -8,6 +8,7 @@ from usergroups.checks import check_rest_framework_version
 if too_old := check_rest_framework_version():
     raise ImproperlyConfigured(f"{too_old[0].msg} {too_old[0].hint} ({too_old[0].id})")
 
+from usergroups.api.audit_views import AuditEventListView  # noqa: E402
 from usergroups.api.embed_views import (  # noqa: E402
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
@@ -39,4 +40,5 @@ urlpatterns = [
     re_path(r"^api/user/embed-token/jwks(?:/)?$", JWKSView.as_view(), name="embed-token-jwks"),
     re_path(r"^api/user/end-user(?:/)?$", EndUserView.as_view(), name="end-user"),
     re_path(r"^api/user/end-user/list(?:/)?$", EndUserListView.as_view(), name="end-user-list"),
+    re_path(r"^api/user/audit(?:/)?$", AuditEventListView.as_view(), name="audit"),
 ]

@@ -2,8 +2,9 @@
 secrets with a copy button, confirmations."""
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import wraps
 from typing import Any
 
 from django.contrib import messages
@@ -32,7 +33,7 @@ from django.db.models import (
 from django.db.models.constants import LOOKUP_SEP
 from django.db.models.functions import Coalesce
 from django.forms import Media
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
@@ -42,6 +43,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 
+from usergroups import audit_context
 from usergroups.fields import compact_json
 from usergroups.models import APIKey, UserGroup
 
@@ -61,6 +63,34 @@ SECRET_FIELDS = frozenset(
 )
 # Backtracking regular expressions can tie up a worker (SQLite runs Python's ``re``).
 REFUSED_LOOKUPS = frozenset(["regex", "iregex"])
+
+
+def acting_as_staff(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``view`` with its changes recorded as the staff user's (audit trail)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        actor = audit_context.staff(request.user.get_username())
+        with audit_context.acting_for_request(actor, request.META):
+            return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+class ActsAsStaff:
+    """For every ModelAdmin of the app: what its pages change is recorded as done by the
+    staff user (the services read it from usergroups.audit_context). The pages that write:
+    add/change, delete, the changelist (actions) and the object pages of
+    :func:`object_page_url`."""
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return acting_as_staff(super().changeform_view)(request, *args, **kwargs)  # type: ignore[misc]
+
+    def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return acting_as_staff(super().changelist_view)(request, *args, **kwargs)  # type: ignore[misc]
+
+    def delete_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return acting_as_staff(super().delete_view)(request, *args, **kwargs)  # type: ignore[misc]
 
 
 class OfferedLookupsOnly:
@@ -260,6 +290,6 @@ def object_page_url(model_admin: Any, segment: str, view: Any, action: str) -> U
     opts = model_admin.model._meta
     return path(
         f"<path:object_id>/{segment}/",
-        model_admin.admin_site.admin_view(view),
+        model_admin.admin_site.admin_view(acting_as_staff(view)),
         name=f"{opts.app_label}_{opts.model_name}_{action}",
     )

@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 
 from usergroups.admin.common import (
     MEDIA,
+    ActsAsStaff,
     OfferedLookupsOnly,
     confirmation_response,
     missing_object_redirect,
@@ -120,7 +121,7 @@ def disabling_consequences() -> list[str]:
 
 
 @admin.register(EndUser)
-class EndUserAdmin(OfferedLookupsOnly, EndUserAdminBase):
+class EndUserAdmin(ActsAsStaff, OfferedLookupsOnly, EndUserAdminBase):
     form = EndUserAdminForm
     change_form_template = "usergroups/admin/enduser/change_form.html"
     list_display = ["end_user_id", "display_name", "workspace", "disabled", "created", "updated"]

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from usergroups.admin.common import (
     MEDIA,
+    ActsAsStaff,
     OfferedLookupsOnly,
     readable_json,
     secret_html,
@@ -75,7 +76,9 @@ class UserGroupChangeList(ChangeList):
 
 
 @admin.register(UserGroup)
-class UserGroupAdmin(OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixin, GroupAdminBase):
+class UserGroupAdmin(
+    ActsAsStaff, OfferedLookupsOnly, TokenRotationMixin, EmbedRevocationMixin, GroupAdminBase
+):
     form = UserGroupAdminForm
     inlines = [SchemaMappingInline]
     change_form_template = "usergroups/admin/usergroup/change_form.html"

@@ -16,7 +16,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from usergroups import crypto
-from usergroups.admin.common import MEDIA, OfferedLookupsOnly, secret_html, when
+from usergroups.admin.common import MEDIA, ActsAsStaff, OfferedLookupsOnly, secret_html, when
 from usergroups.admin.forms import APIKeyAddForm, APIKeyChangeForm
 from usergroups.admin.key_rotation import KeyRotationMixin
 from usergroups.admin.revocation import KeyRevocationMixin
@@ -87,7 +87,9 @@ def search_help() -> str:
 
 
 @admin.register(APIKey)
-class APIKeyAdmin(OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyAdminBase):
+class APIKeyAdmin(
+    ActsAsStaff, OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyAdminBase
+):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = [
         "key_prefix",

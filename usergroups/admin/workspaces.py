@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from usergroups.admin.common import MEDIA, OfferedLookupsOnly, subquery_count, when
+from usergroups.admin.common import MEDIA, ActsAsStaff, OfferedLookupsOnly, subquery_count, when
 from usergroups.models import APIKey, UserGroup, Workspace
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ else:
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(OfferedLookupsOnly, WorkspaceAdminBase):
+class WorkspaceAdmin(ActsAsStaff, OfferedLookupsOnly, WorkspaceAdminBase):
     list_display = ["display_name", "slug", "group_count", "active_key_count", "created"]
     list_display_links = ["display_name", "slug"]
     search_fields = ["slug", "name"]

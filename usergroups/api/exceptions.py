@@ -1,6 +1,5 @@
 """Every failure of the API as ``{"success": 0, "error": {"code", "message", "fields"}}``."""
 
-import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -12,6 +11,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from usergroups.failures import ContractFailure, failure_body
+from usergroups.logs import get_logger
 
 
 class RequestTooLarge(exceptions.APIException):
@@ -53,7 +53,7 @@ class ServiceUnavailable(exceptions.APIException):
     wait = 1  # seconds, sent as Retry-After
 
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 def _as_api_exception(exc: Exception) -> exceptions.APIException | None:

@@ -35,6 +35,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.views import APIView
 
+from usergroups.api import audit_serializers as audit
 from usergroups.api import embed_serializers as embed
 from usergroups.api import end_user_serializers as people
 from usergroups.api import serializers as api
@@ -251,6 +252,31 @@ class TrueSchema(FieldSchema):
 
     def schema(self, auto_schema: AutoSchema) -> Schema:
         return {**constant(True), "description": "Only `true`: the whole workspace."}
+
+
+class ActionPrefixSchema(FieldSchema):
+    target_class = "usergroups.api.audit_serializers.ActionPrefixField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "maxLength": audit.MAX_ACTION_LENGTH,
+            "pattern": f"^{audit.ACTION_PREFIX_PATTERN}$",
+            "description": "A dotted prefix of actions: `user_group`, `user_group.created`.",
+        }
+
+
+class CursorSchema(FieldSchema):
+    target_class = "usergroups.api.audit_serializers.CursorField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": audit.MAX_CURSOR_LENGTH,
+            "pattern": audit.CURSOR_PATTERN,
+            "description": "The `next_cursor` of an earlier answer (opaque).",
+        }
 
 
 class GroupTokenSchema(FieldSchema):
@@ -521,6 +547,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "`end_user`) revokes the person's earlier tokens in every group. `params` and "
             "`end_user.attributes` may not set a top-level key the group's lineage sets "
             "unless the key also has `write` (400 `invalid` naming `params` / `end_user`). "
+            "Writes its audit event (`embed_token.minted`, naming the token by its `jti`). "
             "Scope: `embed`, checked before the body is read.",
             "scopes": ["embed"],
             "request": embed.MintRequestSerializer,
@@ -682,6 +709,36 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                     page=serializers.IntegerField(min_value=1),
                     limit=serializers.IntegerField(min_value=1),
                     end_users=people.EndUserSerializer(many=True),
+                ),
+                **errors(400, 401, 403, 429, 503),
+            },
+        },
+    },
+    "usergroups.api.audit_views.AuditEventListView": {
+        "GET": {
+            "operation_id": "list_audit_events",
+            "answer": "A page of the workspace's audit events, newest first.",
+            "summary": "List audit events",
+            "description": "The workspace's audit trail, newest first: every change, embed "
+            "token mint and revocation, with who made it (`actor`), the request's "
+            "`X-Request-ID` and what changed (`details`). Filters combine: `action` is a "
+            "dotted prefix (`user_group` or `user_group.created`), `since` is inclusive and "
+            "`until` exclusive (ISO 8601). Pages follow `next_cursor` (null on the last; send "
+            "the same filters with it); events written meanwhile never appear on later "
+            "pages, and none is skipped or repeated. Pages are in the order of insertion, "
+            "or of `at` when a time window is given. Scope: `read`, checked before the "
+            "query is read.",
+            "scopes": ["read"],
+            "request": None,
+            "parameters": [audit.AuditQuerySerializer],
+            "responses": {
+                200: answer(
+                    "AuditAnswer",
+                    events=audit.AuditEventSerializer(many=True),
+                    next_cursor=serializers.CharField(
+                        allow_null=True,
+                        help_text="Pass as `cursor` for the next page; null on the last.",
+                    ),
                 ),
                 **errors(400, 401, 403, 429, 503),
             },

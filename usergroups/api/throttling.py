@@ -14,7 +14,6 @@ When the cache cannot be reached, the request is let through and a warning logge
 rate limit is not a reason to take the API down with the cache.
 """
 
-import logging
 import time
 
 from django.core.cache import caches
@@ -23,9 +22,10 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from usergroups.conf import usergroups_settings
+from usergroups.logs import get_logger
 from usergroups.models import APIKey
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 

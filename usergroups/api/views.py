@@ -5,6 +5,7 @@ from functools import partial
 from typing import Any
 
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.utils.http import parse_header_parameters
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
@@ -17,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from usergroups import scopes
+from usergroups import audit_context, scopes
 from usergroups.api.chunked import is_chunked, with_chunked_body
 from usergroups.api.exceptions import Conflict, exception_handler
 from usergroups.api.parsers import JSONObjectParser, loads_strict
@@ -95,6 +96,10 @@ def invalid_parent(exc: groups.InvalidParent) -> ValidationError:
     return ValidationError({"parent_user_group_id": [str(exc)]})
 
 
+# The actor until the key is known; nothing is written before authentication.
+BEFORE_AUTHENTICATION = audit_context.system("api")
+
+
 class WorkspaceAPIView(APIView):
     """What every endpoint shares: API key auth, strict JSON, the contract's errors."""
 
@@ -121,10 +126,28 @@ class WorkspaceAPIView(APIView):
                 self.body_error = exc
         return super().initialize_request(request, *args, **kwargs)
 
+    #: The request's ``X-Request-ID`` (valid, else made): in its events, logs and answer.
+    request_id: str = ""
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        # The audit trail's context for the whole request; the key is named once known.
+        with audit_context.acting_for_request(BEFORE_AUTHENTICATION, request.META) as context:
+            self.request_id = context.request_id
+            return super().dispatch(request, *args, **kwargs)
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
+        if isinstance(request.auth, APIKey):
+            audit_context.set_actor(audit_context.api_key(request.auth.prefix))
         if self.body_error is not None:
             raise self.body_error
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["X-Request-ID"] = self.request_id or audit_context.new_request_id()
+        return response
 
     def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler

@@ -7,7 +7,6 @@ A host adapts a class by subclassing it, as with DRF's: ``keyword`` is the schem
 ``authenticate_credentials`` decides what a found one gives.
 """
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,10 +18,11 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from usergroups.conf import usergroups_settings
+from usergroups.logs import get_logger
 from usergroups.models import APIKey
 from usergroups.services import keys
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class AuthorizationHeaderAuthentication(BaseAuthentication):

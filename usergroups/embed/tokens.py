@@ -128,6 +128,11 @@ def timestamp_text(seconds: int) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def new_jti() -> str:
+    """A token's id: random, public (it names the token, it does not open anything)."""
+    return secrets.token_urlsafe(16)
+
+
 @sensitive_variables("token")
 def sign(
     *,
@@ -139,15 +144,17 @@ def sign(
     resource: str | None = None,
     origin: str | None = None,
     params: Mapping[str, Any] | None = None,
+    jti: str | None = None,
 ) -> str:
-    """A new token with the current signing key; :class:`TokenTooLarge` past the limit."""
+    """A new token with the current signing key; :class:`TokenTooLarge` past the limit.
+    ``jti`` (default: a new :func:`new_jti`) names it, e.g. in its audit event."""
     claims: dict[str, Any] = {
         "iss": usergroups_settings.EMBED_TOKEN_ISSUER,
         "aud": usergroups_settings.EMBED_TOKEN_AUDIENCE,
         "sub": str(team_id),
         "iat": issued_at,
         "exp": issued_at + expires_in,
-        "jti": secrets.token_urlsafe(16),
+        "jti": jti or new_jti(),
         "user_group_id": user_group_id,
         GENERATION_CLAIM: binding.group_generation,
         WORKSPACE_CLAIM: binding.workspace_id,

@@ -18,10 +18,10 @@ process remembers a verdict. A mint racing a revocation never yields a token tha
 outlives it: the mint reads the generations before it signs, so a revocation that
 commits after that read leaves the token's generations behind; one that commits before
 it is seen by the read, and the token, minted after the revocation, rightly works.
-A mint writes nothing, unless it creates or changes its end user or is exclusive.
+A mint writes one row, its audit event, named by the token's ``jti`` (never the token);
+and its end user when it creates or changes one, or ends the person's earlier sessions.
 """
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,13 +36,14 @@ from usergroups.conf import usergroups_settings
 from usergroups.crypto import new_binding
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
+from usergroups.logs import get_logger
 from usergroups.models import RevokedEmbedToken, UserGroup, Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import end_users, lineage
+from usergroups.services import audit, end_users, lineage
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class MintedGroup(NamedTuple):
@@ -153,6 +154,7 @@ def mint_embed_token(
     :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive`` (needs
     ``end_user``) revokes the person's earlier tokens, in any group.
 
+    Writes its audit event (one INSERT).
     ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
     raises :class:`usergroups.embed.tokens.TokenTooLarge` when the token would be.
     """
@@ -184,8 +186,10 @@ def mint_embed_token(
             resource=resource,
             origin=origin,
             params=params,
+            jti=jti,
         )
 
+    jti = tokens.new_jti()
     person = None
     if end_user is None:
         token = sign(None)
@@ -202,7 +206,25 @@ def mint_embed_token(
             tokens.EndUserBinding(person.end_user_id, person.embed_binding, person.embed_generation)
         )
     expires_at = datetime.fromtimestamp(issued_at + seconds, UTC)
-    # DEBUG: a mint comes with every dashboard load and refresh; the app logs its
+    # Signed first: a token too large is refused without an event. One INSERT, atomic by
+    # itself: record() opens no savepoint for it.
+    audit.record(
+        workspace_id,
+        audit.EMBED_TOKEN_MINTED,
+        user_group_id=group.provided_id,
+        end_user_id=person.end_user_id if person is not None else None,
+        details={
+            "jti": jti,
+            "team_id": group.team_id,
+            "expires_at": audit.timestamp(expires_at),
+            "resource": resource,
+            "origin": origin,
+            # The names only: the values are the host's data.
+            "params": sorted(params) if params else [],
+            "exclusive": exclusive,
+        },
+    )
+    # DEBUG: a mint comes with every dashboard load and refresh; the app logs its other
     # writes at INFO (an end user's change is logged by services.end_users).
     logger.debug("Minted an embed token for user group team_id=%s", group.team_id)
     return MintedToken(token, seconds, expires_at, group, person)
@@ -255,13 +277,25 @@ def revoke_embed_tokens_of(
 @retry_on_deadlock
 def _revoke(matching: QuerySet[UserGroup], *, subtree: bool = False) -> GroupRecord | None:
     with transaction.atomic(using=router.db_for_write(UserGroup)):
-        team_id = matching.select_for_update().values_list("pk", flat=True).first()
-        if team_id is None:
+        row = matching.select_for_update().values_list("pk", "workspace_id", "provided_id").first()
+        if row is None:
             return None
+        team_id, workspace_id, provided_id = row
         # The group's row is locked: a move into or out of its subtree waits for this.
         team_ids = [group for group, _level in lineage.subtree(team_id)] if subtree else [team_id]
         UserGroup.objects.filter(pk__in=team_ids).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
+        )
+        audit.record(
+            workspace_id,
+            audit.EMBED_TOKEN_REVOKED,
+            user_group_id=provided_id,
+            details={
+                "axis": "user_group",
+                "team_id": team_id,
+                "subtree": subtree,
+                "groups": len(team_ids),
+            },
         )
         record = lineage.find_group(lineage.BY_TEAM_ID, team_id)
     if record is None:  # a read of the row this transaction holds locked: never
@@ -279,6 +313,8 @@ def revoke_workspace_embed_tokens(workspace_id: int) -> bool:
         changed = Workspace.objects.filter(pk=workspace_id).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
         )
+        if changed:
+            audit.record(workspace_id, audit.EMBED_TOKEN_REVOKED, details={"axis": "all"})
     if changed:
         logger.info("Revoked every embed token of workspace %s", workspace_id)
     return bool(changed)
@@ -308,6 +344,13 @@ def revoke_embed_token(workspace_id: int, token: object) -> EmbedGrant | None:
                 )
             ],
             ignore_conflicts=True,
+        )
+        audit.record(
+            workspace_id,
+            audit.EMBED_TOKEN_REVOKED,
+            user_group_id=grant.group.provided_id,
+            end_user_id=grant.end_user_id,
+            details={"axis": "embed_token", "jti": grant.claims.jti},
         )
     logger.info(
         "Revoked embed token jti=%s of user group team_id=%s", grant.claims.jti, grant.group.team_id

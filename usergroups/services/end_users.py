@@ -11,7 +11,6 @@ the unique constraint: the loser changes the winner's row instead.
 """
 
 import json
-import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,7 +20,9 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Collate, Left
 from django.utils import timezone
 
+from usergroups.logs import get_logger
 from usergroups.models import EndUser
+from usergroups.services import audit
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
     end_user_created,
@@ -31,7 +32,7 @@ from usergroups.signals import (
     send_on_commit,
 )
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 #: What a caller may set on an end user.
 CHANGEABLE = ("display_name", "attributes", "disabled")
@@ -160,6 +161,15 @@ def _create(workspace_id: int, end_user_id: str, changes: dict[str, Any]) -> End
     )
     with _atomic():
         row.save(force_insert=True)
+        audit.record(
+            workspace_id,
+            audit.END_USER_CREATED,
+            end_user_id=end_user_id,
+            details={
+                "fields": [name for name in CHANGEABLE if name in changes],
+                "disabled": row.disabled,
+            },
+        )
     record = EndUserRecord.from_model(row)
     send_on_commit(end_user_created, EndUser, end_user=record)
     logger.info("Created end user pk=%s in workspace %s", record.pk, workspace_id)
@@ -195,12 +205,22 @@ def _update(
                 setattr(row, name, changes[name])
             row.updated_at = timezone.now()
             written = [*differing, "updated_at"]
+            details: dict[str, Any] = {"fields": differing}
+            if "disabled" in differing:
+                details["disabled"] = row.disabled
             row.save(update_fields=written)
             if "disabled" in differing and row.disabled:
                 # Verification refuses a disabled person's tokens; disabling also revokes
                 # them, so enabling the person again does not bring them back.
                 _advance(EndUser.objects.filter(pk=row.pk), row.updated_at)
                 row.refresh_from_db(fields=["embed_generation", "tokens_revoked_at"])
+                details["tokens_revoked"] = True
+            audit.record(
+                row.workspace_id,
+                audit.END_USER_UPDATED,
+                end_user_id=row.end_user_id,
+                details=details,
+            )
     record = EndUserRecord.from_model(row)
     if differing:
         send_on_commit(end_user_updated, EndUser, end_user=record)
@@ -218,6 +238,12 @@ def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     with _atomic():
         if not _advance(_named(workspace_id, end_user_id)):
             return None
+        audit.record(
+            workspace_id,
+            audit.EMBED_TOKEN_REVOKED,
+            end_user_id=end_user_id,
+            details={"axis": "end_user"},
+        )
         row = _named(workspace_id, end_user_id).first()
     if row is None:  # a read of the row this transaction has just written: never
         return None
@@ -248,6 +274,13 @@ def start_exclusive_session(end_user: EndUserRecord) -> EndUserRecord:
         row = rows.first()  # holds the lock the UPDATE took: sees this generation
         if row is not None and row.disabled:
             raise EndUserDisabled(end_user.end_user_id)
+        if row is not None:
+            audit.record(
+                row.workspace_id,
+                audit.EMBED_TOKEN_REVOKED,
+                end_user_id=row.end_user_id,
+                details={"axis": "end_user", "exclusive": True},
+            )
     if row is None:
         return end_user
     logger.info("Started an exclusive embed session for end user pk=%s", row.pk)
@@ -263,6 +296,7 @@ def delete_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | None
             return None
         record = EndUserRecord.from_model(row)
         EndUser.objects.filter(pk=row.pk).delete()
+        audit.record(workspace_id, audit.END_USER_DELETED, end_user_id=end_user_id)
     send_on_commit(end_user_deleted, EndUser, end_user=record)
     logger.info("Deleted end user pk=%s", record.pk)
     return record

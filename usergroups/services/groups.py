@@ -13,7 +13,6 @@ decides concurrent rotations. Hierarchy changes (a create with a parent, a move,
 delete) queue on the workspace's row: see :mod:`.hierarchy`.
 """
 
-import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -27,9 +26,10 @@ from django.views.decorators.debug import sensitive_variables
 
 from usergroups import crypto, scopes
 from usergroups.conf import usergroups_settings
+from usergroups.logs import get_logger
 from usergroups.models import SchemaMapping, UserGroup
 from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
-from usergroups.services import hierarchy, lineage
+from usergroups.services import audit, hierarchy, lineage
 from usergroups.services.hierarchy import InvalidParent
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
@@ -43,7 +43,7 @@ from usergroups.signals import (
 
 __all__ = ["HasChildren", "InvalidParent", "ProvidedIdTaken"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class ProvidedIdTaken(Exception):
@@ -105,6 +105,16 @@ def create_group(
         SchemaMapping.objects.bulk_create(
             SchemaMapping(group=group, schema_id=schema_id, data_source_id=source)
             for schema_id, source in mapping.items()
+        )
+        audit.record(
+            workspace_id,
+            audit.USER_GROUP_CREATED,
+            user_group_id=provided_id,
+            details={
+                "team_id": group.team_id,
+                "name": name,
+                "parent_user_group_id": parent_user_group_id,
+            },
         )
     record = GroupRecord.from_model(group, mapping.items(), chain)
     send_on_commit(group_created, group=record)
@@ -247,11 +257,20 @@ def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
         "previous_token_digest": old_digest if grace else None,
         "previous_token_valid_until": now + timedelta(seconds=grace) if grace else None,
     }
-    swapped = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
-        embed_generation=F("embed_generation") + 1, **values
-    )
-    if not swapped:
-        return None
+    # The swap and its event commit together. No savepoint inside a caller's transaction:
+    # the UPDATE cannot fail for bad input, and a failure spoils the caller's anyway.
+    with transaction.atomic(using=router.db_for_write(UserGroup), savepoint=False):
+        swapped = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
+            embed_generation=F("embed_generation") + 1, **values
+        )
+        if not swapped:
+            return None
+        audit.record(
+            workspace_id,
+            audit.USER_GROUP_TOKEN_ROTATED,
+            user_group_id=group.provided_id,
+            details={"team_id": group.team_id, "grace_seconds": grace},
+        )
     rotated = replace(
         group,
         token_digest=token_digest,
@@ -346,6 +365,7 @@ def update_locked(
         if group is None:
             return None
         old_parent_id = group.parent_id
+        old_provided_id = group.provided_id
         if moving:
             group.parent_id = _new_parent_id(group, changes["parent_user_group_id"])
         for field in _UPDATABLE:
@@ -358,8 +378,54 @@ def update_locked(
         if "mapping" in changes:
             _replace_mapping(group, changes["mapping"])
         record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
-    assert record is not None  # read in the transaction that holds the row's lock
+        assert record is not None  # read in the transaction that holds the row's lock
+        _record_update(record, changes, old_provided_id, old_parent_id)
     return record, old_parent_id
+
+
+# The changes' names as the API spells them, for the event's ``fields``.
+_FIELD_NAMES = {
+    "name": "name",
+    "properties": "properties",
+    "provided_id": "user_group_id",
+    "mapping": "mapping",
+}
+
+
+def _record_update(
+    record: GroupRecord, changes: dict[str, Any], old_provided_id: str, old_parent_id: int | None
+) -> None:
+    """The events of an update: ``updated`` naming the fields given (if any besides the
+    parent), ``moved`` if the parent changed."""
+    fields = [api_name for name, api_name in _FIELD_NAMES.items() if name in changes]
+    if fields:
+        details: dict[str, Any] = {"team_id": record.team_id, "fields": fields}
+        if record.provided_id != old_provided_id:
+            details["previous_user_group_id"] = old_provided_id
+        audit.record(
+            record.workspace_id,
+            audit.USER_GROUP_UPDATED,
+            user_group_id=record.provided_id,
+            details=details,
+        )
+    if record.parent_id != old_parent_id:
+        old_parent = None
+        if old_parent_id is not None:
+            old_parent = (
+                UserGroup.objects.filter(pk=old_parent_id)
+                .values_list("provided_id", flat=True)
+                .first()
+            )
+        audit.record(
+            record.workspace_id,
+            audit.USER_GROUP_MOVED,
+            user_group_id=record.provided_id,
+            details={
+                "team_id": record.team_id,
+                "from_parent_user_group_id": old_parent,
+                "to_parent_user_group_id": record.parent_user_group_id,
+            },
+        )
 
 
 def _new_parent_id(group: UserGroup, parent_user_group_id: str | None) -> int | None:
@@ -441,6 +507,20 @@ def _delete(
             # to databases that check foreign keys row by row (MariaDB).
             subtree.update(parent=None)
         subtree.delete()
+        # One event per group, the named one first (its descendants name it), in one INSERT.
+        audit.record_each(
+            workspace_id,
+            audit.USER_GROUP_DELETED,
+            [
+                {
+                    "user_group_id": record.provided_id,
+                    "details": {"team_id": record.team_id}
+                    if record.team_id == team_id
+                    else {"team_id": record.team_id, "cascade_of": records[0].provided_id},
+                }
+                for record in records
+            ],
+        )
     for record in records:
         send_on_commit(group_deleted, group=record, team_id=record.team_id)
         logger.info("Deleted user group team_id=%s", record.team_id)

@@ -8,7 +8,6 @@ value of :func:`issue_key`: the database keeps its prefix and digest.
 """
 
 import hmac
-import logging
 from datetime import timedelta
 
 from django.db import router, transaction
@@ -16,11 +15,13 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from usergroups import crypto
+from usergroups.logs import get_logger
 from usergroups.models import APIKey
 from usergroups.scopes import SCOPES, field_name
+from usergroups.services import audit
 from usergroups.signals import api_key_rotated, send_on_commit
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 @sensitive_variables("key")
@@ -28,6 +29,27 @@ def issue_key(row: APIKey) -> str:
     """Make a new key for ``row`` (unsaved, with its workspace, name, expiry and scopes
     set: all four unless narrowed), save the row, and return the key: shown once, never
     stored."""
+    with _atomic():
+        key = _insert(row)
+        audit.record(
+            row.workspace_id,
+            audit.API_KEY_CREATED,
+            details={
+                "prefix": row.prefix,
+                "name": row.name,
+                "scopes": sorted(row.scopes),
+                "expires_at": audit.timestamp(row.expires_at),
+            },
+        )
+    return key
+
+
+def _atomic() -> transaction.Atomic:
+    return transaction.atomic(using=router.db_for_write(APIKey))
+
+
+@sensitive_variables("key")
+def _insert(row: APIKey) -> str:
     key = crypto.new_api_key()
     row.prefix = key[: crypto.KEY_LOOKUP_LENGTH]
     row.digest = crypto.digest(key)
@@ -98,7 +120,13 @@ def narrow_scopes(api_key: APIKey, keep: set[str] | frozenset[str]) -> None:
     fields = {field_name(scope): False for scope in taken}
     for name, value in fields.items():
         setattr(api_key, name, value)
-    APIKey.objects.filter(pk=api_key.pk).update(**fields)
+    with _atomic():
+        APIKey.objects.filter(pk=api_key.pk).update(**fields)
+        audit.record(
+            api_key.workspace_id,
+            audit.API_KEY_SCOPES_CHANGED,
+            details={"prefix": api_key.prefix, "removed": taken, "scopes": sorted(api_key.scopes)},
+        )
     logger.info("Narrowed API key %s…: took %s", api_key.prefix, ", ".join(taken))
 
 
@@ -118,13 +146,13 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
     """
     if grace < timedelta(0):
         raise ValueError("The grace period cannot be negative.")
-    with transaction.atomic(using=router.db_for_write(APIKey)):
+    with _atomic():
         old = APIKey.objects.select_for_update().filter(pk=api_key.pk).first()
         if old is None or old.is_revoked or old.is_expired:
             raise KeyNotRotatable(f"API key {api_key.prefix}… is revoked or expired.")
         new = APIKey(workspace_id=old.workspace_id, name=old.name)
         new.set_scopes(old.scopes)
-        key = issue_key(new)
+        key = _insert(new)
         if grace:
             valid_until = timezone.now() + grace
             if old.expires_at is not None and old.expires_at <= valid_until:
@@ -133,8 +161,17 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
                 old.expires_at = valid_until
                 APIKey.objects.filter(pk=old.pk).update(expires_at=valid_until)
         else:
-            revoke_key(old)
+            _revoke(old)
             valid_until = old.revoked_at or timezone.now()
+        audit.record(
+            old.workspace_id,
+            audit.API_KEY_ROTATED,
+            details={
+                "prefix": old.prefix,
+                "new_prefix": new.prefix,
+                "old_key_valid_until": audit.timestamp(valid_until),
+            },
+        )
         send_on_commit(
             api_key_rotated,
             sender=APIKey,
@@ -153,20 +190,35 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
 
 
 def revoke_key(api_key: APIKey) -> None:
-    """Revoke for good; revoking twice keeps the first time. The embed tokens the key
-    minted are refused from then on: they name it, and verification reads its row."""
+    """Revoke for good; revoking twice keeps the first time (and records one event). The
+    embed tokens the key minted are refused from then on: they name it, and verification
+    reads its row."""
+    with _atomic():
+        if _revoke(api_key):
+            audit.record(
+                api_key.workspace_id, audit.API_KEY_REVOKED, details={"prefix": api_key.prefix}
+            )
+
+
+def _revoke(api_key: APIKey) -> bool:
+    """Whether this call revoked the key (not someone before)."""
     if api_key.revoked_at is not None:
-        return
+        return False
     api_key.revoked_at = timezone.now()
-    APIKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(
+    revoked = APIKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(
         revoked_at=api_key.revoked_at
     )
     logger.info("Revoked API key %s…", api_key.prefix)
+    return bool(revoked)
 
 
 def delete_key(api_key: APIKey) -> None:
-    """Delete the key's row; the key is refused from then on, like a revoked one, and
-    so are the embed tokens it minted."""
+    """Delete the key's row; the key is refused from then on, like a revoked one, and so
+    are the embed tokens it minted (its event: ``api_key.revoked`` with ``deleted``)."""
     prefix = api_key.prefix
-    api_key.delete()
+    with _atomic():
+        api_key.delete()
+        audit.record(
+            api_key.workspace_id, audit.API_KEY_REVOKED, details={"prefix": prefix, "deleted": True}
+        )
     logger.info("Deleted API key %s…", prefix)

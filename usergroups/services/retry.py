@@ -12,7 +12,6 @@ one ``user_group_id`` would be answered 503.
 """
 
 import functools
-import logging
 import random
 import time
 from collections.abc import Callable
@@ -20,9 +19,10 @@ from typing import ParamSpec, TypeVar
 
 from django.db import OperationalError, router, transaction
 
+from usergroups.logs import get_logger
 from usergroups.models import UserGroup
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 ATTEMPTS = 5
 

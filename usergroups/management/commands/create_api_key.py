@@ -4,11 +4,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
+from usergroups.management.base import AuditedCommand
 from usergroups.models import APIKey, Workspace
 from usergroups.scopes import SCOPES, ordered, parse_scopes
 from usergroups.services import keys
@@ -21,7 +22,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = "Create an API key (and its workspace if needed) and print the key, shown this once."
 
     def add_arguments(self, parser: CommandParser) -> None:

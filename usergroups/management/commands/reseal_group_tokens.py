@@ -7,12 +7,11 @@ shown by get-or-create. Run this while the old secret is still a fallback.
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
+from usergroups.management.base import AuditedCommand
 from usergroups.services import groups
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = "Reseal stored group tokens with the current secret (run after rotating SECRET_KEY)."
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -2,12 +2,13 @@
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from usergroups.management.base import AuditedCommand
 from usergroups.services import keys
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = "Revoke an API key, given by its prefix (as shown in the admin and logs) or in full."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -4,8 +4,9 @@ once, alone on stdout, for scripts, and the old one keeps working for a grace pe
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from usergroups.management.base import AuditedCommand
 from usergroups.scopes import ordered
 from usergroups.services import keys
 
@@ -19,7 +20,7 @@ def grace_hours(text: str) -> int:
     return value
 
 
-class Command(BaseCommand):
+class Command(AuditedCommand):
     help = (
         "Replace an API key, given by its prefix or in full, by a new key with the same "
         "workspace, name and scopes, and print the new key, shown this once. The old key "
