@@ -155,7 +155,12 @@ def test_api_embed_events_name_the_token_by_its_jti(api_client, api_key, group):
     assert token not in str(audit.as_dict(minted_event))
     assert revoke(api_client, {"user_group_id": group.provided_id}).status_code == 200
     revoked = api_event(audit.EMBED_TOKEN_REVOKED, api_key)
-    assert revoked.details == {"axis": "user_group", "team_id": group.team_id}
+    assert revoked.details == {
+        "axis": "user_group",
+        "team_id": group.team_id,
+        "subtree": False,
+        "groups": 1,
+    }
 
 
 def test_a_refused_mint_writes_nothing(api_client, group):

@@ -22,7 +22,7 @@ from usergroups import services
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
-from usergroups.models import EndUser, UserGroup
+from usergroups.models import AuditEvent, EndUser, UserGroup
 from usergroups.records import Ancestor, GroupRecord
 
 END_USER_URL = "/api/user/end-user"
@@ -128,19 +128,24 @@ def ann(api_client, group):
 def test_a_mint_with_an_unchanged_end_user_writes_nothing(
     api_client, recently_used_key, ann, django_assert_num_queries
 ):
-    # The key, the group (with its workspace's generation), the end user: three reads.
-    with django_assert_num_queries(3) as queries:
+    # The key, the group (with its workspace's generation), the end user: three reads;
+    # the one write is the mint's audit event (CONTRACT section 8), none to the person.
+    with django_assert_num_queries(4) as queries:
         assert mint(api_client, ann).status_code == 200
-    assert statements(queries.captured_queries, WRITES) == []
+    writes = statements(queries.captured_queries, WRITES)
+    assert len(writes) == 1 and AuditEvent._meta.db_table in writes[0], writes
 
 
 def test_a_mint_with_a_changed_end_user_writes_once(api_client, recently_used_key, ann):
     ann["end_user"]["attributes"] = {"team": "red"}
     with CaptureQueriesContext(connection) as queries:
         assert mint(api_client, ann).status_code == 200
-    table = EndUser._meta.db_table
+    table, events = EndUser._meta.db_table, AuditEvent._meta.db_table
     writes = [sql for sql in statements(queries.captured_queries, ("INSERT", "UPDATE", "DELETE"))]
-    assert len(writes) == 1 and table in writes[0] and writes[0].startswith("UPDATE")
+    person = [sql for sql in writes if events not in sql]
+    logged = [sql for sql in writes if events in sql]
+    assert len(person) == 1 and person[0].startswith("UPDATE") and table in person[0], writes
+    assert len(logged) == 2, writes  # the events: end_user.updated, embed_token.minted
 
 
 def test_a_disabled_end_user_gets_no_token(api_client, workspace, group, ann):
