@@ -10,6 +10,7 @@ class UserGroupsConfig(AppConfig):
 
     def ready(self) -> None:
         from usergroups import checks  # noqa: F401  (registers the system checks)
+        from usergroups import tasks  # noqa: F401  (enqueues webhook deliveries)
 
         if importlib.util.find_spec("drf_spectacular") is not None:
             from usergroups.api import openapi  # noqa: F401  (registers the extensions)

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from usergroups import audit_context
 from usergroups.models import AuditEvent, Workspace
+from usergroups.services import outbox
 
 USER_GROUP_CREATED = "user_group.created"
 USER_GROUP_UPDATED = "user_group.updated"
@@ -99,6 +100,7 @@ def record(
     )
     with transaction.atomic(using=router.db_for_write(AuditEvent), savepoint=False):
         event.save(force_insert=True)
+        outbox.add_deliveries(event)  # webhooks: the outbox row, in the same transaction
     return event
 
 
