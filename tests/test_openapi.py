@@ -65,6 +65,8 @@ def test_paths_are_written_as_the_docs_write_them(schema):
         "/api/user/embed-token/revoke",
         "/api/user/embed-token/jwks",
         "/api/user/audit",
+        "/api/user/webhook",
+        "/api/user/webhook/list",
     }
 
 
@@ -177,6 +179,9 @@ def test_bodies_of_get_and_delete_have_the_shape_drf_spectacular_gives_put(schem
         ("/api/user/embed-token/introspect", "post", ["embed"]),
         ("/api/user/embed-token/revoke", "post", ["embed"]),
         ("/api/user/audit", "get", ["read"]),
+        ("/api/user/webhook", "post", ["write"]),
+        ("/api/user/webhook", "delete", ["write"]),
+        ("/api/user/webhook/list", "get", ["read"]),
     ],
 )
 def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, method, scopes):

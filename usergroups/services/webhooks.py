@@ -204,12 +204,8 @@ def attempt(delivery_id: str) -> Attempted:
         Webhook.objects.filter(pk=webhook.pk).update(
             consecutive_failures=F("consecutive_failures") + 1
         )
-        failures = Webhook.objects.values_list("consecutive_failures", flat=True).get(
-            pk=webhook.pk
-        )
-    logger.warning(
-        "Webhook delivery %s failed after %s attempt(s)", delivery_id, delivery.attempts
-    )
+        failures = Webhook.objects.values_list("consecutive_failures", flat=True).get(pk=webhook.pk)
+    logger.warning("Webhook delivery %s failed after %s attempt(s)", delivery_id, delivery.attempts)
     limit = usergroups_settings.WEBHOOK_DISABLE_AFTER_FAILURES
     if failures >= limit and not webhook.disabled:
         disable_webhook(webhook, f"{failures} deliveries failed in a row")
