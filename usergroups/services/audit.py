@@ -100,7 +100,7 @@ def record(
     )
     with transaction.atomic(using=router.db_for_write(AuditEvent), savepoint=False):
         event.save(force_insert=True)
-        outbox.add_deliveries(event)  # webhooks: the outbox row, in the same transaction
+        outbox.add_deliveries([event])  # webhooks: the outbox row, in the same transaction
     return event
 
 

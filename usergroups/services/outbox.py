@@ -9,7 +9,7 @@ the audit writer and the webhooks import each other in one direction only.
 """
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 
 from django.db import router, transaction
@@ -36,18 +36,18 @@ def announce_on_commit(delivery_ids: list[str]) -> None:
     transaction.on_commit(send, using=router.db_for_write(WebhookDelivery), robust=True)
 
 
-def add_deliveries(event: AuditEvent) -> list[str]:
-    """Write a delivery of ``event`` for each enabled webhook of its workspace that
-    receives its action (one SELECT; one INSERT when any matches): their ids."""
-    webhooks = [
-        webhook
-        for webhook in Webhook.objects.filter(workspace_id=event.workspace_id, disabled=False)
-        .only("pk", "events")
-        .order_by("pk")
-        if matches(webhook.events, event.action)
-    ]
-    if not webhooks:
+def add_deliveries(events: Sequence[AuditEvent]) -> list[str]:
+    """Write a delivery of each event for each enabled webhook of its workspace that
+    receives its action: one SELECT for all the events (of one workspace, as a cascade
+    writes them), one INSERT when any matches. The deliveries' ids."""
+    if not events:
         return []
+    workspaces = {event.workspace_id for event in events}
+    webhooks = list(
+        Webhook.objects.filter(workspace_id__in=workspaces, disabled=False)
+        .only("pk", "workspace_id", "events")
+        .order_by("pk")
+    )
     deliveries = [
         WebhookDelivery(
             delivery_id=new_delivery_id(),
@@ -56,8 +56,12 @@ def add_deliveries(event: AuditEvent) -> list[str]:
             created_at=event.at,
             next_attempt_at=event.at,
         )
+        for event in events
         for webhook in webhooks
+        if webhook.workspace_id == event.workspace_id and matches(webhook.events, event.action)
     ]
+    if not deliveries:
+        return []
     with transaction.atomic(using=router.db_for_write(WebhookDelivery), savepoint=False):
         WebhookDelivery.objects.bulk_create(deliveries)
     ids = [delivery.delivery_id for delivery in deliveries]
