@@ -3,6 +3,15 @@
 from usergroups.admin.end_users import EndUserAdmin
 from usergroups.admin.groups import SchemaMappingInline, UserGroupAdmin
 from usergroups.admin.keys import APIKeyAdmin
+from usergroups.admin.webhooks import WebhookAdmin, WebhookDeliveryAdmin
 from usergroups.admin.workspaces import WorkspaceAdmin
 
-__all__ = ["APIKeyAdmin", "EndUserAdmin", "SchemaMappingInline", "UserGroupAdmin", "WorkspaceAdmin"]
+__all__ = [
+    "APIKeyAdmin",
+    "EndUserAdmin",
+    "SchemaMappingInline",
+    "UserGroupAdmin",
+    "WebhookAdmin",
+    "WebhookDeliveryAdmin",
+    "WorkspaceAdmin",
+]

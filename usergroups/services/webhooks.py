@@ -104,6 +104,19 @@ def disable_webhook(webhook: Webhook, reason: str) -> bool:
     return bool(changed)
 
 
+def change_webhook(pk: int, *, description: str, disabled: bool) -> None:
+    """The admin's change: the description, and disabling (with its event) or enabling
+    again (the failure count starts over)."""
+    stored = Webhook.objects.get(pk=pk)
+    if disabled and not stored.disabled:
+        disable_webhook(stored, "disabled by staff")
+    with _atomic():
+        changes: dict[str, object] = {"description": description}
+        if not disabled:
+            changes.update(disabled=False, consecutive_failures=0)
+        Webhook.objects.filter(pk=pk).update(**changes)
+
+
 # Delivery ------------------------------------------------------------------------------------
 
 
