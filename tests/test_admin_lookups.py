@@ -58,6 +58,11 @@ SECRET_LOOKUPS = {
         "workspace__user_groups__token_sealed__startswith",
         "workspace__user_groups__token_digest",
     ],
+    "auditevent": [
+        "workspace__api_keys__digest__startswith",
+        "workspace__user_groups__token_sealed__startswith",
+        "workspace__user_groups__token_digest",
+    ],
     "workspace": [
         "user_groups__token_sealed__startswith",
         "user_groups__token_digest__startswith",
@@ -84,8 +89,12 @@ NOT_OFFERED = {
     "apikey": ["prefix__startswith", "name__contains", "last_used_at__gte"],
     "workspace": ["slug__contains", "name", "id__gt"],
     "enduser": ["end_user_id__startswith", "attributes__contains", "tokens_revoked_at__gte"],
+<<<<<<< HEAD
     "webhook": ["url__startswith", "description__contains", "consecutive_failures__gt"],
     "webhookdelivery": ["delivery_id__startswith", "last_response__contains", "attempts__gt"],
+=======
+    "auditevent": ["user_group_id__startswith", "details__contains", "ip", "request_id"],
+>>>>>>> audit
 }
 CHANGELISTS = sorted(SECRET_LOOKUPS)
 
@@ -107,12 +116,16 @@ def test_every_changelist_of_the_app_is_covered():
 def staff():
     """Staff who may view everything of the app but tokens: the attacker of finding 7."""
     return staff_client(
+<<<<<<< HEAD
         "view_usergroup",
         "view_apikey",
         "view_workspace",
         "view_enduser",
         "view_webhook",
         "view_webhookdelivery",
+=======
+        "view_usergroup", "view_apikey", "view_workspace", "view_enduser", "view_auditevent"
+>>>>>>> audit
     )
 
 

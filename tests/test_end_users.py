@@ -412,14 +412,15 @@ class TestQueryCounts:
             assert put(api_client, {**body, "disabled": False}).json()["created"] is False
         assert statements(queries.captured_queries, WRITES) == []
 
-    def test_changed_put_writes_one_row(
+    def test_changed_put_writes_one_row_and_its_event(
         self, recently_used_key, api_client, person, django_assert_max_num_queries
     ):
-        # The key, the read, then the locked read and the update (in a savepoint here).
-        with django_assert_max_num_queries(6) as queries:
+        # The key, the read, then the locked read, the update and its audit event (in a
+        # savepoint here).
+        with django_assert_max_num_queries(7) as queries:
             put(api_client, {"end_user_id": "ada", "display_name": "Ada L."})
-        updates = statements(queries.captured_queries, ("UPDATE", "INSERT", "DELETE"))
-        assert len(updates) == 1 and "display_name" in updates[0]
+        update, event = statements(queries.captured_queries, ("UPDATE", "INSERT", "DELETE"))
+        assert "display_name" in update and "usergroups_auditevent" in event
 
     def test_list_is_two_queries_after_the_key(
         self, recently_used_key, api_client, person, django_assert_num_queries

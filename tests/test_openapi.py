@@ -4,9 +4,11 @@ import re
 
 import pytest
 import yaml
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from usergroups.api.audit_views import AuditEventListView
 from usergroups.api.embed_views import (
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
@@ -15,6 +17,8 @@ from usergroups.api.embed_views import (
 )
 from usergroups.api.openapi import OPERATIONS
 from usergroups.api.views import UserGroupListView, UserGroupView
+from usergroups.models import AuditEvent
+from usergroups.services import audit
 
 VIEWS = "usergroups.api.views."
 EMBED_VIEWS = "usergroups.api.embed_views."
@@ -412,3 +416,26 @@ def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
     assert components["Succeeded"] == {"type": "integer", "enum": [1]}
     stored = components["UserGroup"]["properties"]["properties"]
     assert stored["nullable"] is True
+
+
+# The audit trail (CONTRACT section 8) --------------------------------------------------------
+
+
+def test_the_audit_list_is_described(schema):
+    described = schema["paths"]["/api/user/audit"]["get"]
+    assert described["x-scopes"] == [AuditEventListView.required_scopes["GET"]]
+    assert {p["name"] for p in described["parameters"]} == {
+        "action", "user_group_id", "end_user_id", "since", "until", "limit", "cursor",
+    }  # fmt: skip
+    limit = next(p for p in described["parameters"] if p["name"] == "limit")["schema"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 200, 50)
+    page = answer(schema, described)
+    assert set(page["required"]) == {"success", "events", "next_cursor"}
+    assert nullable(page["properties"]["next_cursor"])
+    event = resolved(schema, page["properties"]["events"]["items"])
+    # The schema describes the one representation the API answers with.
+    assert set(event["properties"]) == set(audit.as_dict(AuditEvent(at=timezone.now())))
+    actions = resolved(schema, event["properties"]["action"]["allOf"][0])["enum"]
+    assert actions == list(audit.ACTIONS)
+    for status in ("400", "401", "403"):
+        assert status in described["responses"]

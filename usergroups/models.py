@@ -231,7 +231,9 @@ class AuditEvent(models.Model):
     workspace = models.ForeignKey(
         Workspace, on_delete=models.CASCADE, related_name="audit_events", db_index=False
     )
-    event_id = ExactCharField(max_length=40, unique=True, editable=False)
+    # Unique by a constraint, not unique=True: on PostgreSQL that would add a second,
+    # pattern-ops index that every insert maintains and no query uses.
+    event_id = ExactCharField(max_length=40, editable=False)
     at = models.DateTimeField(editable=False)
     action = ExactCharField(max_length=64, editable=False)
     actor_type = ExactCharField(max_length=16, editable=False)
@@ -245,6 +247,9 @@ class AuditEvent(models.Model):
     class Meta:
         verbose_name = "audit event"
         ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["event_id"], name="usergroups_audit_event_id")
+        ]
         indexes = [
             # The list, newest first, and its keyset pages (id < cursor).
             models.Index(fields=["workspace", "id"], name="usergroups_audit_ws_id"),

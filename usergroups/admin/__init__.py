@@ -1,5 +1,6 @@
 """The Django admin of django-usergroups: one module per model."""
 
+from usergroups.admin.audit import AuditEventAdmin
 from usergroups.admin.end_users import EndUserAdmin
 from usergroups.admin.groups import SchemaMappingInline, UserGroupAdmin
 from usergroups.admin.keys import APIKeyAdmin
@@ -8,10 +9,17 @@ from usergroups.admin.workspaces import WorkspaceAdmin
 
 __all__ = [
     "APIKeyAdmin",
+<<<<<<< HEAD
     "EndUserAdmin",
     "SchemaMappingInline",
     "UserGroupAdmin",
     "WebhookAdmin",
     "WebhookDeliveryAdmin",
+=======
+    "AuditEventAdmin",
+    "EndUserAdmin",
+    "SchemaMappingInline",
+    "UserGroupAdmin",
+>>>>>>> audit
     "WorkspaceAdmin",
 ]

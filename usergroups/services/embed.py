@@ -107,7 +107,7 @@ def mint_embed_token(
         details={
             "jti": jti,
             "team_id": group.team_id,
-            "expires_at": expires_at.isoformat(),
+            "expires_at": audit.timestamp(expires_at),
             "resource": resource,
             "origin": origin,
             # The names only: the values are the host's data.

@@ -507,16 +507,20 @@ def _delete(
             # to databases that check foreign keys row by row (MariaDB).
             subtree.update(parent=None)
         subtree.delete()
-        for record in records:
-            details: dict[str, Any] = {"team_id": record.team_id}
-            if record.team_id != team_id:  # a descendant, gone with the group named
-                details["cascade_of"] = records[0].provided_id
-            audit.record(
-                workspace_id,
-                audit.USER_GROUP_DELETED,
-                user_group_id=record.provided_id,
-                details=details,
-            )
+        # One event per group, the named one first (its descendants name it), in one INSERT.
+        audit.record_each(
+            workspace_id,
+            audit.USER_GROUP_DELETED,
+            [
+                {
+                    "user_group_id": record.provided_id,
+                    "details": {"team_id": record.team_id}
+                    if record.team_id == team_id
+                    else {"team_id": record.team_id, "cascade_of": records[0].provided_id},
+                }
+                for record in records
+            ],
+        )
     for record in records:
         send_on_commit(group_deleted, group=record, team_id=record.team_id)
         logger.info("Deleted user group team_id=%s", record.team_id)

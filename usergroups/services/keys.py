@@ -8,7 +8,7 @@ value of :func:`issue_key`: the database keeps its prefix and digest.
 """
 
 import hmac
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import router, transaction
 from django.utils import timezone
@@ -38,7 +38,7 @@ def issue_key(row: APIKey) -> str:
                 "prefix": row.prefix,
                 "name": row.name,
                 "scopes": sorted(row.scopes),
-                "expires_at": _iso(row.expires_at),
+                "expires_at": audit.timestamp(row.expires_at),
             },
         )
     return key
@@ -46,10 +46,6 @@ def issue_key(row: APIKey) -> str:
 
 def _atomic() -> transaction.Atomic:
     return transaction.atomic(using=router.db_for_write(APIKey))
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat()
 
 
 @sensitive_variables("key")
@@ -172,7 +168,7 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
             details={
                 "prefix": old.prefix,
                 "new_prefix": new.prefix,
-                "old_key_valid_until": _iso(valid_until),
+                "old_key_valid_until": audit.timestamp(valid_until),
             },
         )
         send_on_commit(
