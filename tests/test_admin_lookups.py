@@ -89,12 +89,9 @@ NOT_OFFERED = {
     "apikey": ["prefix__startswith", "name__contains", "last_used_at__gte"],
     "workspace": ["slug__contains", "name", "id__gt"],
     "enduser": ["end_user_id__startswith", "attributes__contains", "tokens_revoked_at__gte"],
-<<<<<<< HEAD
+    "auditevent": ["user_group_id__startswith", "details__contains", "ip", "request_id"],
     "webhook": ["url__startswith", "description__contains", "consecutive_failures__gt"],
     "webhookdelivery": ["delivery_id__startswith", "last_response__contains", "attempts__gt"],
-=======
-    "auditevent": ["user_group_id__startswith", "details__contains", "ip", "request_id"],
->>>>>>> audit
 }
 CHANGELISTS = sorted(SECRET_LOOKUPS)
 
@@ -116,16 +113,13 @@ def test_every_changelist_of_the_app_is_covered():
 def staff():
     """Staff who may view everything of the app but tokens: the attacker of finding 7."""
     return staff_client(
-<<<<<<< HEAD
         "view_usergroup",
         "view_apikey",
         "view_workspace",
         "view_enduser",
         "view_webhook",
         "view_webhookdelivery",
-=======
-        "view_usergroup", "view_apikey", "view_workspace", "view_enduser", "view_auditevent"
->>>>>>> audit
+        "view_auditevent",
     )
 
 

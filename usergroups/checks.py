@@ -26,7 +26,7 @@ _INTEGER_SETTINGS = {
     "KEY_LAST_USED_INTERVAL_SECONDS": 0,
     "EMBED_TOKEN_SECONDS": 30,
     "EMBED_TOKEN_MAX_SECONDS": 30,
-<<<<<<< HEAD
+    "AUDIT_RETENTION_DAYS": 1,
     "WEBHOOK_MAX_ATTEMPTS": 1,
     "WEBHOOK_DISABLE_AFTER_FAILURES": 1,
 }
@@ -37,9 +37,6 @@ _SECONDS_SETTINGS = {
     "WEBHOOK_RETRY_BASE_SECONDS": (0, 15),
     "WEBHOOK_RETRY_MAX_SECONDS": (0, None),
     "WEBHOOK_LEASE_SECONDS": (0, None),
-=======
-    "AUDIT_RETENTION_DAYS": 1,
->>>>>>> audit
 }
 # The oldest Django REST framework that works with usergroups on each Django release, the
 # last row at or below the installed Django applying. DRF before 3.18 cannot import its

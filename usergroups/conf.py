@@ -51,7 +51,9 @@ DEFAULTS: dict[str, Any] = {
     # True: a mint without ``origin`` is refused (400), and so is a token without one at
     # verification; False lets a token without ``origin`` work from any origin.
     "EMBED_REQUIRE_ORIGIN": False,
-<<<<<<< HEAD
+    # Audit trail (CONTRACT section 8): ``manage.py prune_audit`` deletes events older
+    # than this many days.
+    "AUDIT_RETENTION_DAYS": 365,
     # Webhooks (CONTRACT section 8, usergroups.services.webhooks).
     # True also allows http and private, loopback or link-local addresses (tests, local
     # development); False: https to public addresses only, checked at registration and
@@ -72,11 +74,6 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_LEASE_SECONDS": 60,
     # The TASKS backend alias that runs deliveries.
     "WEBHOOK_TASK_BACKEND": "default",
-=======
-    # Audit trail (CONTRACT section 8): ``manage.py prune_audit`` deletes events older
-    # than this many days.
-    "AUDIT_RETENTION_DAYS": 365,
->>>>>>> audit
 }
 
 #: Settings of earlier releases that nothing reads any more, with what replaces each:

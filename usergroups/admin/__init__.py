@@ -9,17 +9,11 @@ from usergroups.admin.workspaces import WorkspaceAdmin
 
 __all__ = [
     "APIKeyAdmin",
-<<<<<<< HEAD
+    "AuditEventAdmin",
     "EndUserAdmin",
     "SchemaMappingInline",
     "UserGroupAdmin",
     "WebhookAdmin",
     "WebhookDeliveryAdmin",
-=======
-    "AuditEventAdmin",
-    "EndUserAdmin",
-    "SchemaMappingInline",
-    "UserGroupAdmin",
->>>>>>> audit
     "WorkspaceAdmin",
 ]
