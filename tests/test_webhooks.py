@@ -426,11 +426,14 @@ def test_the_sweeper_enqueues_what_was_left_pending(workspace):
     make_webhook(workspace, PUBLIC_URL)
     event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
     delivery = WebhookDelivery.objects.get(event=event)
+    # Overdue by more than a lease (60 s by default): its task was lost.
+    overdue = timezone.now() - timedelta(seconds=61)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=overdue)
     later = WebhookDelivery.objects.create(
         delivery_id=outbox.new_delivery_id(),
         webhook=delivery.webhook,
         event=audit.record(workspace.pk, audit.API_KEY_CREATED),
-        next_attempt_at=timezone.now() + timedelta(minutes=5),  # leased, or a retry to come
+        next_attempt_at=timezone.now() - timedelta(seconds=30),  # a retry due, its task queued
     )
     DBTaskResult.objects.all().delete()
     call_command("sweep_webhooks", verbosity=0)

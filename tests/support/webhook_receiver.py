@@ -21,6 +21,8 @@ class Received:
     headers: dict[str, str]
     body: bytes
     at: float
+    #: How the receiver answered it (a hang or an error is no acceptance).
+    behaviour: "Behaviour | None" = None
 
 
 @dataclass
@@ -61,6 +63,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                         {k.lower(): v for k, v in self.headers.items()},
                         body,
                         time.time(),
+                        behaviour,
                     )
                 )
             if behaviour.delay:
@@ -81,17 +84,36 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class ReceiverServer:
+    """The receiver's server, which a test may stop (the receiver is down) and start
+    again on the same port, keeping what it received."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.receiver = Receiver(url="")
+        self.port = port
+        self.server: ThreadingHTTPServer | None = None
+
+    def start(self) -> Receiver:
+        server = ThreadingHTTPServer((HOST, self.port), _handler(self.receiver))
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self.receiver.url = f"http://{HOST}:{self.port}/hook"
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.server = server
+        return self.receiver
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+
 @contextmanager
 def running_receiver(port: int = 0) -> Iterator[Receiver]:
     """A receiver on ``HOST`` (a free port unless ``port``), stopped on exit."""
-    receiver = Receiver(url="")
-    server = ThreadingHTTPServer((HOST, port), _handler(receiver))
-    server.daemon_threads = True
-    receiver.url = f"http://{HOST}:{server.server_address[1]}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = ReceiverServer(port)
     try:
-        yield receiver
+        yield server.start()
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()

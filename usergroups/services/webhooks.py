@@ -226,11 +226,13 @@ def attempt(delivery_id: str) -> Attempted:
 
 
 def due_delivery_ids(limit: int = 1000) -> list[str]:
-    """Pending deliveries due now (their task lost, or their worker killed mid-send and
-    the lease over), oldest first: the sweeper enqueues them again."""
+    """Pending deliveries overdue by a lease (WEBHOOK_LEASE_SECONDS): their task lost, or
+    their worker killed mid-send and its lease over. A retry whose task is queued runs
+    when due, so it is not taken again meanwhile. Oldest first, for the sweeper."""
+    lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
     return list(
         WebhookDelivery.objects.filter(
-            status=WebhookDelivery.PENDING, next_attempt_at__lte=timezone.now()
+            status=WebhookDelivery.PENDING, next_attempt_at__lte=timezone.now() - lease
         )
         .order_by("next_attempt_at")
         .values_list("delivery_id", flat=True)[:limit]
