@@ -15,6 +15,7 @@ from usergroups import audit_context
 from usergroups.api.audit_serializers import encode_cursor
 from usergroups.models import AuditEvent
 from usergroups.services import audit
+from usergroups.services.audit import Position
 
 AUDIT_URL = "/api/user/audit"
 EVENT_KEYS = {
@@ -135,7 +136,7 @@ def test_a_workspace_sees_its_own_events_only(
     assert len(mine) == 3 and len(theirs) == 2
     assert not {e["id"] for e in mine} & {e["id"] for e in theirs}
     # Another workspace's cursor only says where to start: it shows nothing of theirs.
-    cursor = encode_cursor(AuditEvent.objects.order_by("-id").first().pk + 1)
+    cursor = encode_cursor(Position(AuditEvent.objects.order_by("-id").first().pk + 1))
     shown = listed(other_api_client, cursor=cursor)["events"]
     assert {e["id"] for e in shown} == set(
         AuditEvent.objects.filter(workspace=other_workspace).values_list("event_id", flat=True)
@@ -177,7 +178,10 @@ def b64(text: str) -> str:
         ("cursor", b64("a1:0")),
         ("cursor", b64("a2:10")),
         ("cursor", b64("a1:99999999999999999999")),
-        ("cursor", "A" * 33),
+        ("cursor", "A" * 65),
+        ("cursor", b64("t1:1:1")),  # a time window's cursor, without the window
+        ("cursor", b64("t1:999999999999999999:5")),
+        ("cursor", b64("t1:5")),
         ("action", "User_group"),
         ("action", "user_group."),
         ("action", ".created"),
@@ -193,6 +197,40 @@ def b64(text: str) -> str:
 )
 def test_bad_inputs_are_400_naming_the_field(api_client, field, value):
     assert_error(api_client.get(AUDIT_URL, {field: value}), 400, "invalid", [field])
+
+
+def test_a_cursor_of_the_list_is_refused_with_a_time_window(api_client, workspace):
+    write(workspace.pk, 3)
+    cursor = listed(api_client, limit=1)["next_cursor"]
+    response = api_client.get(AUDIT_URL, {"cursor": cursor, "since": "2020-01-01T00:00:00Z"})
+    assert_error(response, 400, "invalid", ["cursor"])
+    timed = listed(api_client, limit=1, since="2020-01-01T00:00:00Z")["next_cursor"]
+    assert_error(api_client.get(AUDIT_URL, {"cursor": timed}), 400, "invalid", ["cursor"])
+
+
+def test_a_time_window_pages_by_time_without_gap_or_repeat(api_client, workspace):
+    now = timezone.now()
+    events = write(workspace.pk, 9)
+    # Times out of insertion order, two of them equal: the pages follow (at, id).
+    for event, minutes in zip(events, [5, 1, 3, 3, 9, 2, 3, 7, 4], strict=True):
+        AuditEvent.objects.filter(pk=event.pk).update(at=now - timedelta(minutes=minutes))
+    window = {
+        "since": (now - timedelta(minutes=8)).isoformat(),
+        "until": (now - timedelta(seconds=30)).isoformat(),  # not the fixture key's event
+    }
+    expected = [
+        e.event_id
+        for e in AuditEvent.objects.filter(pk__in=[e.pk for e in events]).order_by("-at", "-id")
+        if e.at >= now - timedelta(minutes=8)
+    ]
+    seen, cursor = [], None
+    while True:
+        body = listed(api_client, limit=2, **window, **({"cursor": cursor} if cursor else {}))
+        seen += [e["id"] for e in body["events"]]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected and len(expected) == 8
 
 
 def test_until_before_since_is_400_naming_until(api_client):
@@ -215,7 +253,12 @@ def test_a_page_costs_the_key_and_one_query(
         body = listed(api_client, action="user_group", limit=20)
     assert len(body["events"]) == 20 and body["next_cursor"]
     with django_assert_num_queries(2):
-        listed(api_client, cursor=body["next_cursor"], since="2020-01-01T00:00:00Z")
+        listed(api_client, cursor=body["next_cursor"], action="user_group", limit=20)
+    window = {"since": "2020-01-01T00:00:00Z", "until": "2100-01-01T00:00:00Z"}
+    with django_assert_num_queries(2):
+        body = listed(api_client, limit=20, **window)
+    with django_assert_num_queries(2):
+        listed(api_client, cursor=body["next_cursor"], limit=20, **window)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -262,8 +262,9 @@ class AuditEvent(models.Model):
             ),
             # A dotted prefix is turned into the actions it names (action IN (...)).
             models.Index(fields=["workspace", "action", "id"], name="usergroups_audit_ws_action"),
-            # since/until, export's --since and prune's age.
-            models.Index(fields=["workspace", "at"], name="usergroups_audit_ws_at"),
+            # A time window, newest first (keyset on at then id); export's --since and
+            # prune's age.
+            models.Index(fields=["workspace", "at", "id"], name="usergroups_audit_ws_at"),
         ]
 
     def __str__(self) -> str:

@@ -3,7 +3,7 @@
 import base64
 import binascii
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils.translation import gettext_lazy as _
@@ -12,18 +12,25 @@ from rest_framework import serializers
 from usergroups.api.serializers import StrictCharField
 from usergroups.audit_context import ACTOR_TYPES
 from usergroups.services import audit
+from usergroups.services.audit import EPOCH, Position
 
 # A dotted prefix: one or more segments of lowercase letters and underscores.
 ACTION_PREFIX_PATTERN = r"[a-z_]+(?:\.[a-z_]+)*"
 ACTION_PREFIX = re.compile(ACTION_PREFIX_PATTERN)
 MAX_ACTION_LENGTH = 64
-MAX_CURSOR_LENGTH = 32
+MAX_CURSOR_LENGTH = 64
 CURSOR_PATTERN = "^[A-Za-z0-9_-]+$"
+# Year 9999: past it a time is no datetime.
+MAX_MICROSECONDS = (datetime(9999, 12, 31, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 
 
-def encode_cursor(before_id: int) -> str:
-    """Opaque to clients: where the next page starts (below this event's row)."""
-    return base64.urlsafe_b64encode(f"a1:{before_id}".encode()).decode().rstrip("=")
+def encode_cursor(position: Position) -> str:
+    """Opaque to clients: where the next page starts (see services.audit.Position)."""
+    if position.at is None:
+        text = f"a1:{position.id}"
+    else:
+        text = f"t1:{(position.at - EPOCH) // timedelta(microseconds=1)}:{position.id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
 class ActionPrefixField(StrictCharField):
@@ -47,19 +54,23 @@ class CursorField(serializers.Field):
 
     default_error_messages = {"cursor": _("Must be a next_cursor from an earlier answer.")}
 
-    def to_internal_value(self, data: Any) -> int:
+    def to_internal_value(self, data: Any) -> Position:
         if not isinstance(data, str) or not 0 < len(data) <= MAX_CURSOR_LENGTH:
             self.fail("cursor")
         try:
             text = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).decode("ascii")
         except (binascii.Error, ValueError):
             self.fail("cursor")
-        version, _sep, number = text.partition(":")
-        if version != "a1" or not number.isdigit() or not 0 < int(number) < 2**63:
+        kind, *numbers = text.split(":")
+        if not all(number.isdigit() and 0 < int(number) < 2**63 for number in numbers):
             self.fail("cursor")
-        return int(number)
+        if kind == "a1" and len(numbers) == 1:
+            return Position(int(numbers[0]))
+        if kind == "t1" and len(numbers) == 2 and int(numbers[0]) < MAX_MICROSECONDS:
+            return Position(int(numbers[1]), EPOCH + timedelta(microseconds=int(numbers[0])))
+        self.fail("cursor")
 
-    def to_representation(self, value: int) -> str:
+    def to_representation(self, value: Position) -> str:
         return encode_cursor(value)
 
 
@@ -79,7 +90,16 @@ class AuditQuerySerializer(serializers.Serializer):
         until: datetime | None = attrs.get("until")
         if since is not None and until is not None and until < since:
             raise serializers.ValidationError({"until": [_("Must not be before since.")]})
+        # A cursor continues the pages of the filters it came with: paged by time when
+        # a window is given, else by insertion.
+        cursor: Position | None = attrs.get("cursor")
+        if cursor is not None and (cursor.at is not None) != self.by_time(attrs):
+            raise serializers.ValidationError({"cursor": [_("Not a cursor of these filters.")]})
         return attrs
+
+    @staticmethod
+    def by_time(attrs: dict[str, Any]) -> bool:
+        return "since" in attrs or "until" in attrs
 
 
 class ActorSerializer(serializers.Serializer):

@@ -32,13 +32,16 @@ class AuditEventListView(WorkspaceAPIView):
             since=data.get("since"),
             until=data.get("until"),
         )
-        page, next_id = audit.page_of_events(
-            events, before_id=data.get("cursor"), limit=data["limit"]
+        page, next_position = audit.page_of_events(
+            events,
+            by_time=AuditQuerySerializer.by_time(data),
+            after=data.get("cursor"),
+            limit=data["limit"],
         )
         return Response(
             {
                 "success": 1,
                 "events": AuditEventSerializer(page, many=True).data,
-                "next_cursor": None if next_id is None else encode_cursor(next_id),
+                "next_cursor": None if next_position is None else encode_cursor(next_position),
             }
         )

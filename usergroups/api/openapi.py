@@ -612,9 +612,11 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "token mint and revocation, with who made it (`actor`), the request's "
             "`X-Request-ID` and what changed (`details`). Filters combine: `action` is a "
             "dotted prefix (`user_group` or `user_group.created`), `since` is inclusive and "
-            "`until` exclusive (ISO 8601). Pages follow `next_cursor` (null on the last); "
-            "events written meanwhile never appear on later pages, and none is skipped or "
-            "repeated. Scope: `read`, checked before the query is read.",
+            "`until` exclusive (ISO 8601). Pages follow `next_cursor` (null on the last; send "
+            "the same filters with it); events written meanwhile never appear on later "
+            "pages, and none is skipped or repeated. Pages are in the order of insertion, "
+            "or of `at` when a time window is given. Scope: `read`, checked before the "
+            "query is read.",
             "scopes": ["read"],
             "request": None,
             "parameters": [audit.AuditQuerySerializer],

@@ -5,12 +5,14 @@ rotation, update, delete, list, resealing tokens), :mod:`.hierarchy` (the rules 
 parent must keep: used by :mod:`.groups`, writes nothing), :mod:`.lineage` (the walks up
 and down the hierarchy: a group with what it inherits, ancestors, descendants; reads only),
 :mod:`.keys` (API keys: issue, lookup, use, change, revocation, deletion),
-:mod:`.end_users` (end users: create-or-update, disable, revoke their tokens, delete) and
-:mod:`.embed` (embed tokens: mint, introspect, revoke; writes only a revocation). The API
+:mod:`.end_users` (end users: create-or-update, disable, revoke their tokens, delete),
+:mod:`.embed` (embed tokens: mint, introspect, revoke; writes a revocation and a mint's
+audit event) and :mod:`.audit` (the audit trail: the one writer of events, which every
+other module calls in its transaction; the list, export and pruning). The API
 views, the admin, the management commands and host code all call them, so signals,
 logging and guarantees are the same from every door.
 """
 
-from usergroups.services import embed, end_users, groups, hierarchy, keys, lineage
+from usergroups.services import audit, embed, end_users, groups, hierarchy, keys, lineage
 
-__all__ = ["embed", "end_users", "groups", "hierarchy", "keys", "lineage"]
+__all__ = ["audit", "embed", "end_users", "groups", "hierarchy", "keys", "lineage"]

@@ -9,11 +9,12 @@ its ``jti``, a key by its prefix.
 
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import router, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from usergroups import audit_context
@@ -59,7 +60,7 @@ ACTIONS: tuple[str, ...] = (
     WEBHOOK_DISABLED,
 )
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def new_event_id(at_microseconds: int) -> str:
@@ -119,7 +120,7 @@ def _event(
     at = timezone.now()
     return AuditEvent(
         workspace_id=workspace_id,
-        event_id=new_event_id((at - _EPOCH) // timedelta(microseconds=1)),
+        event_id=new_event_id((at - EPOCH) // timedelta(microseconds=1)),
         at=at,
         action=action,
         actor_type=context.actor.type,
@@ -159,8 +160,8 @@ def events_of(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> QuerySet[AuditEvent]:
-    """The workspace's events that match every filter given, newest first (by ``id``,
-    the order of insertion). ``since`` is inclusive, ``until`` exclusive."""
+    """The workspace's events that match every filter given (unordered: see
+    :func:`page_of_events`). ``since`` is inclusive, ``until`` exclusive."""
     events = AuditEvent.objects.filter(workspace_id=workspace_id)
     if action_prefix is not None:
         # IN over the closed list of actions: an index range on (workspace, action, id)
@@ -174,25 +175,56 @@ def events_of(
         events = events.filter(at__gte=since)
     if until is not None:
         events = events.filter(at__lt=until)
-    return events.order_by("-id")
+    return events
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a page ended: the last event's ``id``, and its ``at`` when paging by time."""
+
+    id: int
+    at: datetime | None = None
 
 
 def page_of_events(
-    events: QuerySet[AuditEvent], *, before_id: int | None, limit: int
-) -> tuple[list[AuditEvent], int | None]:
-    """A page of ``events`` (newest first) below ``before_id``: ``(events, next before_id
-    or None)``, one query.
+    events: QuerySet[AuditEvent], *, by_time: bool, after: Position | None, limit: int
+) -> tuple[list[AuditEvent], Position | None]:
+    """A page of ``events``, newest first, after ``after``: ``(events, where the next page
+    starts or None)``, one query.
 
-    Keyset paging on ``id``: an event inserted while a client pages gets a higher id than
-    every page it has not read yet, so it is never shown on them; nothing is skipped or
-    shown twice, whatever is written meanwhile.
+    Keyset paging: by ``id`` (the order of insertion, index (workspace, id)), or, when a
+    time window is given (``by_time``), by ``(at, id)`` so the (workspace, at, id) index
+    serves the window and the order at once (ordered by id, a database would scan every
+    newer event to reach an old window). An event inserted while a client pages sorts
+    ahead of every page it has not read yet, so it never shows on them: nothing is
+    skipped or shown twice, whatever is written meanwhile. Raises ``ValueError`` for a
+    position of the other kind.
     """
-    if before_id is not None:
-        events = events.filter(id__lt=before_id)
-    rows = list(events[: limit + 1])
-    if len(rows) > limit:
-        return rows[:limit], rows[limit - 1].id
-    return rows, None
+    rows = list(page_query(events, by_time=by_time, after=after, limit=limit))
+    if len(rows) <= limit:
+        return rows, None
+    last = rows[limit - 1]
+    return rows[:limit], Position(last.id, last.at if by_time else None)
+
+
+def page_query(
+    events: QuerySet[AuditEvent], *, by_time: bool, after: Position | None, limit: int
+) -> QuerySet[AuditEvent]:
+    """The query of :func:`page_of_events` (one more row than ``limit``: is there more?)."""
+    if after is not None and (after.at is not None) != by_time:
+        raise ValueError("The position is not one of this kind of page.")
+    if by_time:
+        ordered = events.order_by("-at", "-id")
+        if after is not None:
+            # at <= after.at bounds the index range; the rest breaks the tie by id.
+            ordered = ordered.filter(at__lte=after.at).filter(
+                Q(at__lt=after.at) | Q(id__lt=after.id)
+            )
+    else:
+        ordered = events.order_by("-id")
+        if after is not None:
+            ordered = ordered.filter(id__lt=after.id)
+    return ordered[: limit + 1]
 
 
 def timestamp(moment: datetime | None) -> str | None:
