@@ -439,3 +439,27 @@ def test_the_audit_list_is_described(schema):
     assert actions == list(audit.ACTIONS)
     for status in ("400", "401", "403"):
         assert status in described["responses"]
+
+
+# Webhooks (CONTRACT section 8) ---------------------------------------------------------------
+
+
+def test_the_webhook_operations_show_the_secret_only_when_made(schema):
+    create = schema["paths"]["/api/user/webhook"]["post"]
+    made = resolved(schema, answer(schema, create)["properties"]["webhook"])
+    assert "secret" in made["properties"] and "secret" in made["required"]
+    listing = schema["paths"]["/api/user/webhook/list"]["get"]
+    listed = resolved(schema, answer(schema, listing)["properties"]["webhooks"]["items"])
+    assert set(listed["properties"]) == {
+        "webhook_id", "url", "events", "description", "disabled", "created_at",
+    }  # fmt: skip
+    request = body(schema, create)
+    assert sorted(request["required"]) == ["events", "url"]
+    # https only, as the server says without WEBHOOK_ALLOW_PRIVATE; every action prefix.
+    assert request["properties"]["url"]["pattern"].startswith("^[Hh][Tt][Tt][Pp][Ss]://")
+    items = request["properties"]["events"]["items"]
+    prefixes = resolved(schema, items.get("allOf", [items])[0])["enum"]
+    assert {"user_group", "embed_token.minted", "webhook.disabled"} <= set(prefixes)
+    delete = schema["paths"]["/api/user/webhook"]["delete"]
+    assert body(schema, delete)["required"] == ["webhook_id"]
+    assert "404" in delete["responses"]

@@ -114,16 +114,24 @@ def test_another_workspaces_webhook_is_not_found(api_client, other_api_client):
     [("POST", HOOK, "write"), ("DELETE", HOOK, "write"), ("GET", LIST, "read")],
 )
 def test_each_operation_needs_its_scope(workspace, method, path, scope):
-    others = {"read", "write", "rotate", "embed"} - {scope}
-    key = APIKeyFactory(workspace=workspace)
-    APIKey.objects.filter(pk=key.pk).update(**{f"scope_{name}": False for name in [scope]})
-    assert others  # the key keeps every other scope
+    key = APIKeyFactory(workspace=workspace)  # every scope
+    APIKey.objects.filter(pk=key.pk).update(**{f"scope_{scope}": False})
     body = (
         {"url": PUBLIC_URL, "events": ["user_group"]} if method == "POST" else {"webhook_id": "x"}
     )
     response = send(client_for(key.key), method, body if method != "GET" else b"", path)
     assert_error(response, 403, "permission_denied")
+    assert scope in response.json()["error"]["message"]
     assert not Webhook.objects.exists()
+
+
+def test_the_list_costs_the_key_and_one_query(api_client, api_key, django_assert_num_queries):
+    register(api_client)
+    register(api_client)
+    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    with django_assert_num_queries(2):
+        response = send(api_client, "GET", b"", LIST)
+    assert len(response.json()["webhooks"]) == 2
 
 
 GOOD = {"url": PUBLIC_URL, "events": ["user_group"], "description": "x"}
@@ -446,8 +454,8 @@ def test_a_claimed_delivery_is_not_sent_by_a_second_worker(workspace):
     event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
     delivery = WebhookDelivery.objects.get(event=event)
     now = timezone.now()
-    assert webhooks._claim(delivery.delivery_id, now) is True  # noqa: SLF001
-    assert webhooks._claim(delivery.delivery_id, now) is False  # noqa: SLF001
+    assert webhooks.claim(delivery.delivery_id, now) is True
+    assert webhooks.claim(delivery.delivery_id, now) is False
 
 
 @allow_private()

@@ -60,8 +60,9 @@ def receive(request: HttpRequest) -> HttpResponse:
             )
     except IntegrityError:  # a redelivery of one already taken: answered 2xx all the same
         return HttpResponse(status=204)
-    stale = ReceivedWebhookEvent.objects.order_by("-id").values_list("id", flat=True)[KEPT:]
-    ReceivedWebhookEvent.objects.filter(id__in=list(stale)).delete()
+    with transaction.atomic():
+        kept = ReceivedWebhookEvent.objects.order_by("-id").values_list("id", flat=True)
+        ReceivedWebhookEvent.objects.filter(id__in=list(kept[KEPT:])).delete()
     return HttpResponse(status=204)
 
 

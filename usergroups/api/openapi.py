@@ -258,8 +258,15 @@ class ActionPrefixSchema(FieldSchema):
         }
 
 
-class EventPrefixSchema(ActionPrefixSchema):
+class EventPrefixSchema(FieldSchema):
     target_class = "usergroups.api.webhook_serializers.EventPrefixField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "enum": webhook.event_prefixes(),
+            "description": "An action (`embed_token.minted`) or a family of them (`user_group`).",
+        }
 
 
 class CursorSchema(FieldSchema):
@@ -279,11 +286,12 @@ class WebhookURLSchema(FieldSchema):
     target_class = "usergroups.api.webhook_serializers.WebhookURLField"
 
     def schema(self, auto_schema: AutoSchema) -> Schema:
+        private = usergroups_settings.WEBHOOK_ALLOW_PRIVATE
         return {
             "type": "string",
             "minLength": 1,
             "maxLength": webhook.addresses.MAX_URL_LENGTH,
-            "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$",
+            "pattern": "^[Hh][Tt][Tt][Pp]" + ("[Ss]?" if private else "[Ss]") + "://[^\\s#@]+$",
             "description": "Where events are POSTed: `https` to a public address, unless "
             "the server sets WEBHOOK_ALLOW_PRIVATE (then also `http` and private or "
             "loopback addresses). No credentials, no fragment. A host name is resolved now "
@@ -729,9 +737,17 @@ REQUEST_DESCRIPTIONS: dict[type[serializers.Serializer], str] = {
 }
 
 _GROUP_ID = "$response.body#/user_group/provided_id"
+_WEBHOOK_ID = "$response.body#/webhook/webhook_id"
 #: OpenAPI links from an operation's 200 answer to the operations that take what it
 #: returns (the group's token or id), by operationId.
 LINKS: dict[str, Schema] = {
+    "create_webhook": {
+        "Delete": {
+            "operationId": "delete_webhook",
+            "requestBody": {"webhook_id": _WEBHOOK_ID},
+            "description": "Delete the webhook registered.",
+        },
+    },
     "get_or_create_user_group": {
         "RotateToken": {
             "operationId": "rotate_user_group_token",

@@ -36,6 +36,12 @@ class WebhookURLField(StrictCharField):
         return url
 
 
+def event_prefixes() -> list[str]:
+    """Every prefix a webhook may subscribe to: each family (``user_group``) and action."""
+    families = dict.fromkeys(action.split(".", 1)[0] for action in audit.ACTIONS)
+    return [*families, *audit.ACTIONS]
+
+
 class EventPrefixField(ActionPrefixField):
     default_error_messages = {"none": _("Names no audit action.")}
 

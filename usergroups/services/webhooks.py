@@ -136,7 +136,7 @@ def payload(delivery: WebhookDelivery) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _claim(delivery_id: str, now: datetime) -> bool:
+def claim(delivery_id: str, now: datetime) -> bool:
     """Take a due pending delivery for one attempt: count it and move ``next_attempt_at``
     past the lease, so no other worker sends it meanwhile (one UPDATE)."""
     lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
@@ -183,7 +183,7 @@ def attempt(delivery_id: str) -> Attempted:
     attempt's time; or failed, after WEBHOOK_MAX_ATTEMPTS (the webhook is disabled after
     WEBHOOK_DISABLE_AFTER_FAILURES failed deliveries in a row)."""
     now = timezone.now()
-    if not _claim(delivery_id, now):
+    if not claim(delivery_id, now):
         return Attempted(None)
     delivery = (
         WebhookDelivery.objects.select_related("webhook", "event")
