@@ -2,6 +2,7 @@
 the SSRF rule. Deliveries go to a real HTTP receiver on loopback (tests/support)."""
 
 import base64
+import io
 import json
 import socket
 from datetime import timedelta
@@ -516,3 +517,17 @@ def test_no_delivery_row_holds_a_secret(workspace, api_client):
     assert created["secret"] not in rows + events
     assert isinstance(Workspace.objects.get(pk=workspace.pk), Workspace)
     assert connection.vendor  # the database these ran on
+
+
+def test_resealing_after_a_secret_rotation_keeps_the_webhook_secret(workspace, settings):
+    _, secret = make_webhook(workspace, PUBLIC_URL)
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "n" * 50, [old]
+    before = Webhook.objects.get().secret_sealed
+    out = io.StringIO()
+    call_command("reseal_group_tokens", stdout=out)
+    assert "Resealed 1 webhook secret(s)." in out.getvalue()
+    row = Webhook.objects.get()
+    assert row.secret_sealed != before and row.secret() == secret
+    settings.SECRET_KEY_FALLBACKS = []
+    assert Webhook.objects.get().secret() == secret  # opens with the new secret alone

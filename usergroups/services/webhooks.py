@@ -117,6 +117,29 @@ def change_webhook(pk: int, *, description: str, disabled: bool) -> None:
         Webhook.objects.filter(pk=pk).update(**changes)
 
 
+def reseal_secrets() -> tuple[int, int]:
+    """Reseal every webhook secret with the current server secret: ``(resealed, lost)``;
+    a lost one opens with no configured secret, and its deliveries fail until the webhook
+    is registered again. Run while the old secret is still a fallback."""
+    resealed = lost = 0
+    rows = Webhook.objects.only("pk", "secret_digest", "secret_sealed")
+    for webhook in rows.iterator(chunk_size=1000):
+        secret = webhook.secret()
+        if secret is None:
+            lost += 1
+            continue
+        sealed = crypto.seal_webhook_secret(secret, webhook.secret_digest)
+        if sealed != webhook.secret_sealed:
+            with _atomic():
+                Webhook.objects.filter(pk=webhook.pk, secret_digest=webhook.secret_digest).update(
+                    secret_sealed=sealed
+                )
+            resealed += 1
+    if resealed:
+        logger.info("Resealed %s webhook secret(s) with the current secret", resealed)
+    return resealed, lost
+
+
 # Delivery ------------------------------------------------------------------------------------
 
 
