@@ -325,7 +325,13 @@ def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as answer:
         assert answer.status == 200
     config = tmp_path / "schemathesis.toml"
-    config.write_text("[warnings]\nfail-on = true\n")
+    # Links are the schema's own (from get-or-create): a link to delete a webhook, the
+    # schema's or one schemathesis infers (list -> delete), left get-or-create's links
+    # unvisited at this seed (1 or 2 of 8 covered; rotate and update never reached, a
+    # "missing test data" warning). The webhook operations are fuzzed without one.
+    config.write_text(
+        "[warnings]\nfail-on = true\n\n[phases.stateful.inference]\nalgorithms = []\n"
+    )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SCHEMATHESIS_")},
         "PYTHONPATH": str(ROOT),

@@ -737,17 +737,9 @@ REQUEST_DESCRIPTIONS: dict[type[serializers.Serializer], str] = {
 }
 
 _GROUP_ID = "$response.body#/user_group/provided_id"
-_WEBHOOK_ID = "$response.body#/webhook/webhook_id"
 #: OpenAPI links from an operation's 200 answer to the operations that take what it
 #: returns (the group's token or id), by operationId.
 LINKS: dict[str, Schema] = {
-    "create_webhook": {
-        "Delete": {
-            "operationId": "delete_webhook",
-            "requestBody": {"webhook_id": _WEBHOOK_ID},
-            "description": "Delete the webhook registered.",
-        },
-    },
     "get_or_create_user_group": {
         "RotateToken": {
             "operationId": "rotate_user_group_token",
