@@ -490,6 +490,7 @@ def test_redeliver_sends_a_failed_delivery_again_with_its_id(
         {"WEBHOOK_RETRY_MAX_SECONDS": -1},
         {"WEBHOOK_LEASE_SECONDS": True},
         {"WEBHOOK_TASK_BACKEND": ""},
+        {"WEBHOOK_TIMEOUT_SECONDS": 30, "WEBHOOK_LEASE_SECONDS": 30},
     ],
 )
 def test_bad_webhook_settings_are_reported(given):

@@ -307,6 +307,13 @@ def check_webhook_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMes
         if not number or value <= above or (most is not None and value > most):
             bound = f" and at most {most}" if most is not None else ""
             problems.append(f"USERGROUPS[{name!r}] must be a number of seconds above 0{bound}.")
+    timeout = options.get("WEBHOOK_TIMEOUT_SECONDS", DEFAULTS["WEBHOOK_TIMEOUT_SECONDS"])
+    lease = options.get("WEBHOOK_LEASE_SECONDS", DEFAULTS["WEBHOOK_LEASE_SECONDS"])
+    if all(type(value) in (int, float) for value in (timeout, lease)) and lease <= timeout:
+        # A send still going when its lease ends could be sent again beside it.
+        problems.append(
+            "USERGROUPS['WEBHOOK_LEASE_SECONDS'] must be above WEBHOOK_TIMEOUT_SECONDS."
+        )
     backend = options.get("WEBHOOK_TASK_BACKEND", DEFAULTS["WEBHOOK_TASK_BACKEND"])
     if not isinstance(backend, str) or not backend:
         problems.append("USERGROUPS['WEBHOOK_TASK_BACKEND'] must name a TASKS backend.")
