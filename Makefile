@@ -44,10 +44,10 @@ demo-setup: $(VENV)/.installed-example
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=true USERGROUPS_LOG_LEVEL=WARNING $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
 
-# The task worker (webhook deliveries, django-tasks-db) and the sweeper run beside the
-# server and stop with it.
+# The task worker (webhook deliveries, django-tasks-db; no autoreload, whose child would
+# outlive the kill below) and the sweeper run beside the server and stop with it.
 demo: demo-setup
-	@DJANGO_DEBUG=true $(PY) manage.py db_worker & worker=$$!; \
+	@DJANGO_DEBUG=true $(PY) manage.py db_worker --no-reload & worker=$$!; \
 	DJANGO_DEBUG=true USERGROUPS_LOG_LEVEL=WARNING $(PY) manage.py sweep_webhooks --every 30 & sweeper=$$!; \
 	trap 'kill $$worker $$sweeper 2>/dev/null' EXIT INT TERM; \
 	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
