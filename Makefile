@@ -18,7 +18,8 @@ TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI
 .PHONY: help demo demo-setup test test-slow lint typecheck tox docs docs-serve clean
 
 help:
-	@echo "make demo   create .venv, migrate SQLite, set up a demo API key, serve on $(HOST):$(PORT)"
+	@echo "make demo   create .venv, migrate SQLite, set up a demo API key and webhook, serve on"
+	@echo "            $(HOST):$(PORT) with the webhook worker (manage.py db_worker) beside it"
 	@echo "make test   create .venv, run the suite but its slow tier (DATABASE_URL picks the database;"
 	@echo "            default SQLite); make test-slow: the slow tier (fuzzing, load, browser waits)"
 	@echo "make lint   ruff check and ruff format --check"
@@ -44,7 +45,12 @@ demo-setup: $(VENV)/.installed-example
 	DJANGO_DEBUG=true $(PY) manage.py migrate --noinput
 	DJANGO_DEBUG=true USERGROUPS_LOG_LEVEL=WARNING $(PY) manage.py demo_setup --base-url http://$(HOST):$(PORT)
 
+# The task worker (webhook deliveries, django-tasks-db; no autoreload, whose child would
+# outlive the kill below) and the sweeper run beside the server and stop with it.
 demo: demo-setup
+	@DJANGO_DEBUG=true $(PY) manage.py db_worker --no-reload & worker=$$!; \
+	DJANGO_DEBUG=true USERGROUPS_LOG_LEVEL=WARNING $(PY) manage.py sweep_webhooks --every 30 & sweeper=$$!; \
+	trap 'kill $$worker $$sweeper 2>/dev/null' EXIT INT TERM; \
 	DJANGO_DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
 
 # One pytest-xdist worker per core; TEST_WORKERS=0 runs in one process (e.g. for pdb).
@@ -79,7 +85,8 @@ docs-serve: $(VENV)/.installed-docs
 	$(VENV)/bin/mkdocs serve --strict --dev-addr $(HOST):$(DOCS_PORT)
 
 clean:
-	rm -rf $(VENV) .tox build dist site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key
+	rm -rf $(VENV) .tox build dist site db.sqlite3 db.sqlite3-wal db.sqlite3-shm .demo-api-key \
+		.demo-webhook-secret
 
 # make bench: the app against DRF's authtoken, django-rest-knox and simplejwt, served by
 # one site (bench/site) under gunicorn and loaded by wrk, on SQLite and PostgreSQL

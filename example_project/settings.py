@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "usergroups",
+    "django_tasks_db",  # the TASKS backend below: manage.py db_worker delivers webhooks
     "example_project.demo",  # manage.py demo_setup, for make demo
     "example_project.dashboards",  # the embed flow: /demo/, /embed/dashboard/
 ]
@@ -142,13 +143,26 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# Webhook deliveries (and any other task) wait in the database for `manage.py db_worker`.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+
 USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
     # e.g. "600/minute", counted in the default cache; empty: no throttling.
     "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
     # true in production: every mint must name the page's origin (check --deploy warns).
     "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=False),
+    # http and private or loopback webhook URLs (the demo's receiver on 127.0.0.1): on
+    # while debugging unless said otherwise, never in production by default.
+    "WEBHOOK_ALLOW_PRIVATE": env.bool("DJANGO_WEBHOOK_ALLOW_PRIVATE", default=DEBUG),
 }
+# Seconds, for tests that want deliveries and retries fast (numbers, not only integers).
+for _name in ("TIMEOUT", "RETRY_BASE", "RETRY_MAX", "LEASE"):
+    if _value := os.environ.get(f"USERGROUPS_WEBHOOK_{_name}_SECONDS"):
+        USERGROUPS[f"WEBHOOK_{_name}_SECONDS"] = float(_value)
+for _name in ("MAX_ATTEMPTS", "DISABLE_AFTER_FAILURES"):
+    if _value := os.environ.get(f"USERGROUPS_WEBHOOK_{_name}"):
+        USERGROUPS[f"WEBHOOK_{_name}"] = int(_value)
 
 # The demo customer site (/demo/) mints embed tokens that live this long (seconds, 30 at
 # least): short, so that the dashboard's refresh without reloading is seen in a minute.

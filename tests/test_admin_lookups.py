@@ -23,7 +23,7 @@ from tests.support.factories import (
     WorkspaceFactory,
 )
 from usergroups import services
-from usergroups.models import APIKey, UserGroup
+from usergroups.models import APIKey, UserGroup, Webhook
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +31,7 @@ pytestmark = pytest.mark.django_db
 SECRET_COLUMNS = {
     UserGroup: ["token_digest", "token_sealed", "previous_token_digest"],
     APIKey: ["digest"],
+    Webhook: ["secret_digest", "secret_sealed"],
 }
 # From each changelist, a path to every secret column (directly or across relations).
 SECRET_LOOKUPS = {
@@ -67,6 +68,19 @@ SECRET_LOOKUPS = {
         "user_groups__token_digest__startswith",
         "user_groups__previous_token_digest__startswith",
         "api_keys__digest__startswith",
+        "webhooks__secret_sealed__startswith",
+    ],
+    "webhook": [
+        "secret_sealed__startswith",
+        "secret_digest",
+        "secret_digest__startswith",
+        "workspace__api_keys__digest__startswith",
+        "workspace__webhooks__secret_sealed__startswith",
+    ],
+    "webhookdelivery": [
+        "webhook__secret_sealed__startswith",
+        "webhook__secret_digest",
+        "webhook__workspace__user_groups__token_sealed__startswith",
     ],
 }
 # Fields that are no secret but that no filter of the changelist offers.
@@ -76,6 +90,8 @@ NOT_OFFERED = {
     "workspace": ["slug__contains", "name", "id__gt"],
     "enduser": ["end_user_id__startswith", "attributes__contains", "tokens_revoked_at__gte"],
     "auditevent": ["user_group_id__startswith", "details__contains", "ip", "request_id"],
+    "webhook": ["url__startswith", "description__contains", "consecutive_failures__gt"],
+    "webhookdelivery": ["delivery_id__startswith", "last_response__contains", "attempts__gt"],
 }
 CHANGELISTS = sorted(SECRET_LOOKUPS)
 
@@ -97,7 +113,13 @@ def test_every_changelist_of_the_app_is_covered():
 def staff():
     """Staff who may view everything of the app but tokens: the attacker of finding 7."""
     return staff_client(
-        "view_usergroup", "view_apikey", "view_workspace", "view_enduser", "view_auditevent"
+        "view_usergroup",
+        "view_apikey",
+        "view_workspace",
+        "view_enduser",
+        "view_webhook",
+        "view_webhookdelivery",
+        "view_auditevent",
     )
 
 

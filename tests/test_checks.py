@@ -167,6 +167,7 @@ PROBLEMS = {
     "sqlite not ready": {"DATABASES": SQLITE_UNSET},
     "bad embed signing key": {"USERGROUPS": {"EMBED_SIGNING_KEY": "not a key"}},
     "bad embed setting": {"USERGROUPS": {"EMBED_TOKEN_AUDIENCE": ""}},
+    "bad webhook setting": {"USERGROUPS": {"WEBHOOK_TIMEOUT_SECONDS": 0}},
 }
 
 

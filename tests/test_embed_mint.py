@@ -260,8 +260,9 @@ def the_event_insert_only(queries) -> bool:
 def test_mint_reads_key_and_group_and_writes_its_event(
     api_client, recently_used_key, group, django_assert_num_queries
 ):
+    # The key, the group, the event's INSERT and the webhooks that may receive it.
     with CaptureQueriesContext(connection) as queries:
-        with django_assert_num_queries(3):
+        with django_assert_num_queries(4):
             assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
     assert the_event_insert_only(queries)
 
@@ -270,14 +271,15 @@ def test_mint_reads_key_and_group_and_writes_its_event(
 def test_a_mint_as_a_server_runs_it_writes_its_event_only(
     api_client, recently_used_key, group, django_assert_max_num_queries
 ):
-    """No transaction open: the key, the group, the event's INSERT (with SQLite's BEGIN
-    and COMMIT around it): the event is the mint's one write."""
+    """No transaction open: the key, the group, the event's INSERT and the webhooks that
+    may receive it (with SQLite's BEGIN and COMMIT around them): the event is the mint's
+    one write."""
     with CaptureQueriesContext(connection) as queries:
-        with django_assert_max_num_queries(5):
+        with django_assert_max_num_queries(6):
             assert mint(api_client, {"user_group_id": group.provided_id}).status_code == 200
     (write,) = statements(queries, ("INSERT", "UPDATE", "DELETE", "REPLACE"))
     assert write.startswith("INSERT") and "usergroups_auditevent" in write
-    assert len(statements(queries, READS)) == 2
+    assert len(statements(queries, READS)) == 3
 
 
 def test_mint_of_a_deep_group_costs_two_reads_and_its_event(
@@ -287,7 +289,7 @@ def test_mint_of_a_deep_group_costs_two_reads_and_its_event(
     parent = UserGroupFactory.create(workspace=workspace)
     child = UserGroupFactory.create(workspace=workspace, parent=parent)
     grandchild = UserGroupFactory.create(workspace=workspace, parent=child)
-    with CaptureQueriesContext(connection) as queries, django_assert_num_queries(3):
+    with CaptureQueriesContext(connection) as queries, django_assert_num_queries(4):
         assert mint(api_client, {"user_group_id": grandchild.provided_id}).status_code == 200
     assert the_event_insert_only(queries)
 

@@ -415,9 +415,9 @@ class TestQueryCounts:
     def test_changed_put_writes_one_row_and_its_event(
         self, recently_used_key, api_client, person, django_assert_max_num_queries
     ):
-        # The key, the read, then the locked read, the update and its audit event (in a
-        # savepoint here).
-        with django_assert_max_num_queries(7) as queries:
+        # The key, the read, then the locked read, the update, its audit event and the
+        # webhooks that may receive it (in a savepoint here).
+        with django_assert_max_num_queries(8) as queries:
             put(api_client, {"end_user_id": "ada", "display_name": "Ada L."})
         update, event = statements(queries.captured_queries, ("UPDATE", "INSERT", "DELETE"))
         assert "display_name" in update and "usergroups_auditevent" in event

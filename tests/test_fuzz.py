@@ -322,8 +322,10 @@ def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
         assert answer.status == 200
     config = tmp_path / "schemathesis.toml"
     # Links are the schema's own: inferred ones (dependency analysis pairs every
-    # operation that answers an end user with every one that takes end_user_id) would
-    # ask the stateful phase to cover pairs the schema does not link.
+    # operation that answers an end user with every one that takes end_user_id, or list
+    # with delete for webhooks) would ask the stateful phase to cover pairs the schema
+    # does not link, and left get-or-create's links unvisited at this seed. The end-user
+    # and webhook operations are fuzzed without links.
     config.write_text(
         "[warnings]\nfail-on = true\n\n[phases.stateful.inference]\nalgorithms = []\n"
     )

@@ -71,6 +71,8 @@ def test_paths_are_written_as_the_docs_write_them(schema):
         "/api/user/end-user",
         "/api/user/end-user/list",
         "/api/user/audit",
+        "/api/user/webhook",
+        "/api/user/webhook/list",
     }
 
 
@@ -183,6 +185,9 @@ def test_bodies_of_get_and_delete_have_the_shape_drf_spectacular_gives_put(schem
         ("/api/user/embed-token/introspect", "post", ["embed"]),
         ("/api/user/embed-token/revoke", "post", ["embed"]),
         ("/api/user/audit", "get", ["read"]),
+        ("/api/user/webhook", "post", ["write"]),
+        ("/api/user/webhook", "delete", ["write"]),
+        ("/api/user/webhook/list", "get", ["read"]),
     ],
 )
 def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, method, scopes):
@@ -477,3 +482,27 @@ def test_the_audit_list_is_described(schema):
     assert actions == list(audit.ACTIONS)
     for status in ("400", "401", "403"):
         assert status in described["responses"]
+
+
+# Webhooks (CONTRACT section 8) ---------------------------------------------------------------
+
+
+def test_the_webhook_operations_show_the_secret_only_when_made(schema):
+    create = schema["paths"]["/api/user/webhook"]["post"]
+    made = resolved(schema, answer(schema, create)["properties"]["webhook"])
+    assert "secret" in made["properties"] and "secret" in made["required"]
+    listing = schema["paths"]["/api/user/webhook/list"]["get"]
+    listed = resolved(schema, answer(schema, listing)["properties"]["webhooks"]["items"])
+    assert set(listed["properties"]) == {
+        "webhook_id", "url", "events", "description", "disabled", "created_at",
+    }  # fmt: skip
+    request = body(schema, create)
+    assert sorted(request["required"]) == ["events", "url"]
+    # https only, as the server says without WEBHOOK_ALLOW_PRIVATE; every action prefix.
+    assert request["properties"]["url"]["pattern"].startswith("^[Hh][Tt][Tt][Pp][Ss]://")
+    items = request["properties"]["events"]["items"]
+    prefixes = resolved(schema, items.get("allOf", [items])[0])["enum"]
+    assert {"user_group", "embed_token.minted", "webhook.disabled"} <= set(prefixes)
+    delete = schema["paths"]["/api/user/webhook"]["delete"]
+    assert body(schema, delete)["required"] == ["webhook_id"]
+    assert "404" in delete["responses"]

@@ -9,7 +9,10 @@ class UserGroupsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from usergroups import checks  # noqa: F401  (registers the system checks)
+        from usergroups import (
+            checks,  # noqa: F401  (registers the system checks)
+            tasks,  # noqa: F401  (enqueues webhook deliveries)
+        )
 
         if importlib.util.find_spec("drf_spectacular") is not None:
             from usergroups.api import openapi  # noqa: F401  (registers the extensions)

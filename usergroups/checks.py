@@ -27,6 +27,16 @@ _INTEGER_SETTINGS = {
     "EMBED_TOKEN_SECONDS": 30,
     "EMBED_TOKEN_MAX_SECONDS": 30,
     "AUDIT_RETENTION_DAYS": 1,
+    "WEBHOOK_MAX_ATTEMPTS": 1,
+    "WEBHOOK_DISABLE_AFTER_FAILURES": 1,
+}
+# Setting -> (smallest, largest) number of seconds allowed (int or float, above 0).
+_SECONDS_SETTINGS = {
+    "WEBHOOK_TIMEOUT_SECONDS": (0, None),
+    # The contract's first retry comes within 15 seconds.
+    "WEBHOOK_RETRY_BASE_SECONDS": (0, 15),
+    "WEBHOOK_RETRY_MAX_SECONDS": (0, None),
+    "WEBHOOK_LEASE_SECONDS": (0, None),
 }
 # The oldest Django REST framework that works with usergroups on each Django release, the
 # last row at or below the installed Django applying. DRF before 3.18 cannot import its
@@ -280,3 +290,34 @@ def check_embed_require_origin(app_configs: Any, **kwargs: Any) -> Sequence[Chec
 
 def _embed_error(message: str) -> Error:
     return Error(message, hint="See the embed-token settings in the docs.", id="usergroups.E009")
+
+
+@register(Tags.compatibility)
+def check_webhook_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    """The webhook settings the integer check (E003) does not cover."""
+    options = getattr(settings, "USERGROUPS", {})
+    if not isinstance(options, dict):
+        return []  # E007
+    problems = []
+    if not isinstance(options.get("WEBHOOK_ALLOW_PRIVATE", False), bool):
+        problems.append("USERGROUPS['WEBHOOK_ALLOW_PRIVATE'] must be True or False.")
+    for name, (above, most) in _SECONDS_SETTINGS.items():
+        value = options.get(name, DEFAULTS[name])
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or value <= above or (most is not None and value > most):
+            bound = f" and at most {most}" if most is not None else ""
+            problems.append(f"USERGROUPS[{name!r}] must be a number of seconds above 0{bound}.")
+    timeout = options.get("WEBHOOK_TIMEOUT_SECONDS", DEFAULTS["WEBHOOK_TIMEOUT_SECONDS"])
+    lease = options.get("WEBHOOK_LEASE_SECONDS", DEFAULTS["WEBHOOK_LEASE_SECONDS"])
+    if all(type(value) in (int, float) for value in (timeout, lease)) and lease <= timeout:
+        # A send still going when its lease ends could be sent again beside it.
+        problems.append(
+            "USERGROUPS['WEBHOOK_LEASE_SECONDS'] must be above WEBHOOK_TIMEOUT_SECONDS."
+        )
+    backend = options.get("WEBHOOK_TASK_BACKEND", DEFAULTS["WEBHOOK_TASK_BACKEND"])
+    if not isinstance(backend, str) or not backend:
+        problems.append("USERGROUPS['WEBHOOK_TASK_BACKEND'] must name a TASKS backend.")
+    return [
+        Error(message, hint="See the webhook settings in docs/webhooks.md.", id="usergroups.E011")
+        for message in problems
+    ]

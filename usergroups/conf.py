@@ -54,6 +54,26 @@ DEFAULTS: dict[str, Any] = {
     # Audit trail (CONTRACT section 8): ``manage.py prune_audit`` deletes events older
     # than this many days.
     "AUDIT_RETENTION_DAYS": 365,
+    # Webhooks (CONTRACT section 8, usergroups.services.webhooks).
+    # True also allows http and private, loopback or link-local addresses (tests, local
+    # development); False: https to public addresses only, checked at registration and
+    # at every delivery.
+    "WEBHOOK_ALLOW_PRIVATE": False,
+    # Seconds a delivery may take (connect, then each read) before it counts as failed.
+    "WEBHOOK_TIMEOUT_SECONDS": 10,
+    # Backoff: retry n waits BASE * 2**(n-1) seconds (at most MAX), jittered down to half
+    # of it; the first retry comes within BASE (at most 15) seconds.
+    "WEBHOOK_RETRY_BASE_SECONDS": 10,
+    "WEBHOOK_RETRY_MAX_SECONDS": 3600,
+    # Attempts of one delivery before it is marked failed.
+    "WEBHOOK_MAX_ATTEMPTS": 8,
+    # Failed deliveries in a row after which the webhook is disabled.
+    "WEBHOOK_DISABLE_AFTER_FAILURES": 5,
+    # Seconds a worker holds a delivery it is sending; one left pending longer (a worker
+    # killed mid-send) is enqueued again by the sweeper.
+    "WEBHOOK_LEASE_SECONDS": 60,
+    # The TASKS backend alias that runs deliveries.
+    "WEBHOOK_TASK_BACKEND": "default",
 }
 
 #: Settings of earlier releases that nothing reads any more, with what replaces each:

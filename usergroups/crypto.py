@@ -33,6 +33,10 @@ KEY_LOOKUP_LENGTH = len(KEY_PREFIX) + 8
 _KEY_SHAPE = re.compile(r"ugk_[A-Za-z0-9_-]{43}")
 _TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
 _SEAL_SALT = "usergroups.crypto.seal_token"
+# Webhook signing secrets: Standard Webhooks' form, ``whsec_`` + standard base64 of the
+# key's bytes, sealed at rest like group tokens (with a salt of their own).
+WEBHOOK_SECRET_PREFIX = "whsec_"
+_WEBHOOK_SEAL_SALT = "usergroups.crypto.seal_webhook_secret"
 
 
 def _b64(raw: bytes) -> str:
@@ -86,8 +90,8 @@ def token_secrets() -> list[str]:
     return [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
 
 
-def _xor_keystream(raw: bytes, token_digest: str, secret: str) -> bytes:
-    stream = salted_hmac(_SEAL_SALT, token_digest, secret=secret, algorithm="sha256").digest()
+def _xor_keystream(raw: bytes, token_digest: str, secret: str, salt: str = _SEAL_SALT) -> bytes:
+    stream = salted_hmac(salt, token_digest, secret=secret, algorithm="sha256").digest()
     return bytes(a ^ b for a, b in zip(raw, stream, strict=True))
 
 
@@ -104,4 +108,25 @@ def unseal_token(sealed: str, token_digest: str) -> str | None:
         token = TOKEN_PREFIX + _b64(_xor_keystream(raw_sealed, token_digest, secret))
         if hmac.compare_digest(digest(token), token_digest):
             return token
+    return None
+
+
+def new_webhook_secret() -> str:
+    return WEBHOOK_SECRET_PREFIX + base64.b64encode(secrets.token_bytes(RANDOM_BYTES)).decode()
+
+
+def seal_webhook_secret(secret: str, secret_digest: str) -> str:
+    """A webhook's signing secret, sealed with the current secret, for storage."""
+    raw = base64.b64decode(secret[len(WEBHOOK_SECRET_PREFIX) :])
+    return _b64(_xor_keystream(raw, secret_digest, token_secrets()[0], _WEBHOOK_SEAL_SALT))
+
+
+def unseal_webhook_secret(sealed: str, secret_digest: str) -> str | None:
+    """The signing secret again, or None when no configured secret opens it."""
+    raw_sealed = _unb64(sealed)
+    for secret in token_secrets():
+        raw = _xor_keystream(raw_sealed, secret_digest, secret, _WEBHOOK_SEAL_SALT)
+        candidate = WEBHOOK_SECRET_PREFIX + base64.b64encode(raw).decode()
+        if hmac.compare_digest(digest(candidate), secret_digest):
+            return candidate
     return None

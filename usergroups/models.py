@@ -307,3 +307,84 @@ class AuditEvent(models.Model):
     @property
     def actor(self) -> dict[str, str]:
         return {"type": self.actor_type, "id": self.actor_id}
+
+
+class Webhook(models.Model):
+    """An endpoint of a workspace that receives its audit events (CONTRACT section 8).
+
+    Written only by :mod:`usergroups.services.webhooks`. The signing secret is kept as
+    its digest and sealed, like a group token: a copy of the database opens nothing.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhooks")
+    webhook_id = ExactCharField(max_length=40, unique=True, editable=False)
+    url = models.CharField(max_length=2000)
+    # The action prefixes it receives ("user_group", "embed_token.minted").
+    events = JSONTextField(default=list)
+    description = models.CharField(max_length=255, blank=True, default="")
+    disabled = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    secret_digest = models.CharField(max_length=64, editable=False)
+    secret_sealed = models.CharField(max_length=64, editable=False)
+    # Deliveries that ended "failed" in a row; a delivered one resets it.
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["workspace", "disabled"], name="usergroups_webhook_ws")]
+
+    def __str__(self) -> str:
+        return f"{self.webhook_id} {self.url}"
+
+    def set_secret(self, secret: str) -> None:
+        """Store ``secret`` as its digest and its sealed form (nothing usable at rest)."""
+        self.secret_digest = crypto.digest(secret)
+        self.secret_sealed = crypto.seal_webhook_secret(secret, self.secret_digest)
+
+    def secret(self) -> str | None:
+        """The signing secret, unsealed; None if no configured secret opens it."""
+        return crypto.unseal_webhook_secret(self.secret_sealed, self.secret_digest)
+
+
+class WebhookDelivery(models.Model):
+    """The outbox: one event to send to one webhook, written in the event's transaction.
+
+    ``delivery_id`` is the ``webhook-id`` header, the same on every attempt, so a
+    receiver can drop a duplicate. ``next_attempt_at`` is when it is due; a worker
+    claims it by moving that forward (a lease), so a worker killed mid-send leaves it
+    due again once the lease is over, for the sweeper to enqueue.
+    """
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    STATUSES = [(PENDING, "pending"), (DELIVERED, "delivered"), (FAILED, "failed")]
+
+    id = models.BigAutoField(primary_key=True)
+    delivery_id = ExactCharField(max_length=40, unique=True, editable=False)
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.ForeignKey(AuditEvent, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=16, choices=STATUSES, default=PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    next_attempt_at = models.DateTimeField()
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    # What the last attempt got: a short excerpt of the answer, or why it failed.
+    last_response = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "webhook"], name="usergroups_delivery_event_webhook"
+            )
+        ]
+        indexes = [
+            # The sweeper: pending deliveries that are due.
+            models.Index(fields=["status", "next_attempt_at"], name="usergroups_delivery_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id} ({self.status})"

@@ -63,3 +63,8 @@ end_user_deleted = Signal()
 #: Every embed token naming ``end_user`` minted before now is to be refused ("revoke
 #: this person's tokens"); disabling and deleting say so with their own signals.
 end_user_tokens_revoked = Signal()
+
+#: Webhook deliveries (the outbox, :mod:`usergroups.services.outbox`) are due to be sent:
+#: sent from ``WebhookDelivery`` with ``delivery_ids`` once the transaction that wrote or
+#: reset them commits. :mod:`usergroups.tasks` enqueues a delivery task for each.
+webhook_deliveries_due = Signal()

@@ -17,6 +17,7 @@ from usergroups.api.embed_views import (  # noqa: E402
 )
 from usergroups.api.end_user_views import EndUserListView, EndUserView  # noqa: E402
 from usergroups.api.views import UserGroupListView, UserGroupView  # noqa: E402
+from usergroups.api.webhook_views import WebhookListView, WebhookView  # noqa: E402
 
 app_name = "usergroups"
 
@@ -41,4 +42,6 @@ urlpatterns = [
     re_path(r"^api/user/end-user(?:/)?$", EndUserView.as_view(), name="end-user"),
     re_path(r"^api/user/end-user/list(?:/)?$", EndUserListView.as_view(), name="end-user-list"),
     re_path(r"^api/user/audit(?:/)?$", AuditEventListView.as_view(), name="audit"),
+    re_path(r"^api/user/webhook(?:/)?$", WebhookView.as_view(), name="webhook"),
+    re_path(r"^api/user/webhook/list(?:/)?$", WebhookListView.as_view(), name="webhook-list"),
 ]

@@ -30,3 +30,19 @@ class UsWarehouseSale(SalesRow):
     class Meta:
         db_table = "dashboards_sales_us_warehouse"
         indexes = [models.Index(fields=["region", "month"], name="dash_us_region_month")]
+
+
+class ReceivedWebhookEvent(models.Model):
+    """An event the customer site's webhook receiver took (``/demo/webhook/``), kept
+    for its activity panel: one row per ``webhook-id``, so a redelivery is not shown twice."""
+
+    message_id = models.CharField(max_length=64, unique=True)
+    event_type = models.CharField(max_length=64)
+    received_at = models.DateTimeField(auto_now_add=True)
+    payload = models.JSONField()
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} ({self.message_id})"

@@ -1,7 +1,8 @@
 """What a leaked secret looks like, for the tests that look for one where none may be
 (database dumps, logs, error reports, a server's output).
 
-A secret is an API key (``ugk_…``), a group token (``ugt_…``) or an embed token (a
+A secret is an API key (``ugk_…``), a group token (``ugt_…``), a webhook secret
+(``whsec_…``) or an embed token (a
 JWS, ``eyJ….eyJ….…``: :func:`secrets_in` finds them; :func:`fragments` is for the first two). Besides the secret
 itself, a leak may show only its random part, a piece of it, or its raw bytes in hex or
 in standard base64; :func:`fragments` lists all of these so a test can look for each.
@@ -56,6 +57,8 @@ def find_leaks(haystack: str | bytes, secrets: dict[str, str]) -> list[str]:
 # guessed: a header followed by a payload is enough to count.
 SECRET_SHAPE = re.compile(
     r"ug[kt]_[A-Za-z0-9_-]{43}|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?"
+    # A webhook signing secret: whsec_ + standard base64 of 32 bytes.
+    r"|whsec_[A-Za-z0-9+/]{43}="
 )
 
 

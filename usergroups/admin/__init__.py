@@ -4,6 +4,7 @@ from usergroups.admin.audit import AuditEventAdmin
 from usergroups.admin.end_users import EndUserAdmin
 from usergroups.admin.groups import SchemaMappingInline, UserGroupAdmin
 from usergroups.admin.keys import APIKeyAdmin
+from usergroups.admin.webhooks import WebhookAdmin, WebhookDeliveryAdmin
 from usergroups.admin.workspaces import WorkspaceAdmin
 
 __all__ = [
@@ -12,5 +13,7 @@ __all__ = [
     "EndUserAdmin",
     "SchemaMappingInline",
     "UserGroupAdmin",
+    "WebhookAdmin",
+    "WebhookDeliveryAdmin",
     "WorkspaceAdmin",
 ]

@@ -45,7 +45,7 @@ from django.utils.translation import gettext
 
 from usergroups import audit_context
 from usergroups.fields import compact_json
-from usergroups.models import APIKey, UserGroup
+from usergroups.models import APIKey, UserGroup, Webhook
 
 MEDIA = Media(
     js=["usergroups/admin/secret.js"],
@@ -59,6 +59,8 @@ SECRET_FIELDS = frozenset(
         UserGroup._meta.get_field("token_sealed"),
         UserGroup._meta.get_field("previous_token_digest"),
         APIKey._meta.get_field("digest"),
+        Webhook._meta.get_field("secret_digest"),
+        Webhook._meta.get_field("secret_sealed"),
     ]
 )
 # Backtracking regular expressions can tie up a worker (SQLite runs Python's ``re``).

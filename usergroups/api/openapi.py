@@ -39,6 +39,7 @@ from usergroups.api import audit_serializers as audit
 from usergroups.api import embed_serializers as embed
 from usergroups.api import end_user_serializers as people
 from usergroups.api import serializers as api
+from usergroups.api import webhook_serializers as webhook
 from usergroups.conf import usergroups_settings
 from usergroups.embed.origins import MAX_ORIGIN_LENGTH
 from usergroups.embed.tokens import MAX_TOKEN_BYTES
@@ -266,6 +267,17 @@ class ActionPrefixSchema(FieldSchema):
         }
 
 
+class EventPrefixSchema(FieldSchema):
+    target_class = "usergroups.api.webhook_serializers.EventPrefixField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {
+            "type": "string",
+            "enum": webhook.event_prefixes(),
+            "description": "An action (`embed_token.minted`) or a family of them (`user_group`).",
+        }
+
+
 class CursorSchema(FieldSchema):
     target_class = "usergroups.api.audit_serializers.CursorField"
 
@@ -276,6 +288,23 @@ class CursorSchema(FieldSchema):
             "maxLength": audit.MAX_CURSOR_LENGTH,
             "pattern": audit.CURSOR_PATTERN,
             "description": "The `next_cursor` of an earlier answer (opaque).",
+        }
+
+
+class WebhookURLSchema(FieldSchema):
+    target_class = "usergroups.api.webhook_serializers.WebhookURLField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        private = usergroups_settings.WEBHOOK_ALLOW_PRIVATE
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": webhook.addresses.MAX_URL_LENGTH,
+            "pattern": "^[Hh][Tt][Tt][Pp]" + ("[Ss]?" if private else "[Ss]") + "://[^\\s#@]+$",
+            "description": "Where events are POSTed: `https` to a public address, unless "
+            "the server sets WEBHOOK_ALLOW_PRIVATE (then also `http` and private or "
+            "loopback addresses). No credentials, no fragment. A host name is resolved now "
+            "and at every delivery, and refused if any of its addresses is not allowed.",
         }
 
 
@@ -428,6 +457,7 @@ REVOCATION_AXES = (
     "that is not a live token of this workspace is 400 `invalid` naming it) or "
     "`all: true` (every token of the workspace). None or more than one: 400 `invalid`."
 )
+WEBHOOK_ANSWER = answer("WebhookAnswer", webhook=webhook.WebhookSerializer())
 
 #: Per view (dotted name) and method: what :func:`extend_schema` says of the operation, and
 #: the ``x-scopes`` it needs.
@@ -741,6 +771,56 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                     ),
                 ),
                 **errors(400, 401, 403, 429, 503),
+            },
+        },
+    },
+    "usergroups.api.webhook_views.WebhookView": {
+        "POST": {
+            "operation_id": "create_webhook",
+            "answer": "The webhook, with its signing secret: shown this once.",
+            "summary": "Register a webhook",
+            "description": "Every audit event of the workspace whose action one of `events` "
+            'names is POSTed to `url` as `{"type": action, "timestamp": at, "data": '
+            "event}`, signed as Standard Webhooks specifies (`webhook-id`, the same on "
+            "every retry; `webhook-timestamp`; `webhook-signature`), at least once. The "
+            "signing secret (`whsec_...`) is in this answer only. Writes a `webhook.created` "
+            "event. Scope: `write`, checked before the body is read.",
+            "scopes": ["write"],
+            "request": webhook.CreateWebhookSerializer,
+            "responses": {
+                200: answer("CreateWebhookAnswer", webhook=webhook.NewWebhookSerializer()),
+                **errors(*KEYED),
+            },
+        },
+        "DELETE": {
+            "operation_id": "delete_webhook",
+            "answer": "The webhook deleted.",
+            "summary": "Delete a webhook",
+            "description": "Deletes the webhook and its pending deliveries; writes a "
+            "`webhook.deleted` event. Scope: `write`, checked before the body is read.",
+            "scopes": ["write"],
+            "request": webhook.WebhookIdSerializer,
+            "responses": {
+                200: WEBHOOK_ANSWER,
+                **errors(
+                    *KEYED, 404, s404="`not_found`: no webhook of this workspace has this id."
+                ),
+            },
+        },
+    },
+    "usergroups.api.webhook_views.WebhookListView": {
+        "GET": {
+            "operation_id": "list_webhooks",
+            "answer": "The workspace's webhooks, oldest first.",
+            "summary": "List webhooks",
+            "description": "The workspace's webhooks, never with their secrets; `disabled` "
+            "is true for one turned off after WEBHOOK_DISABLE_AFTER_FAILURES failed "
+            "deliveries in a row. Scope: `read`.",
+            "scopes": ["read"],
+            "request": None,
+            "responses": {
+                200: answer("WebhookListAnswer", webhooks=webhook.WebhookSerializer(many=True)),
+                **errors(401, 403, 429, 503),
             },
         },
     },

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from usergroups import audit_context
 from usergroups.models import AuditEvent, Workspace
+from usergroups.services import outbox
 
 USER_GROUP_CREATED = "user_group.created"
 USER_GROUP_UPDATED = "user_group.updated"
@@ -140,6 +141,7 @@ def _insert(events: list[AuditEvent]) -> None:
             events[0].save(force_insert=True)
         elif events:
             AuditEvent.objects.bulk_create(events)
+        outbox.add_deliveries(events)  # webhooks: the outbox rows, in the same transaction
 
 
 def actions_under(prefix: str) -> list[str]:

@@ -16,10 +16,12 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from example_project.dashboards.demo import seed_demo
-from usergroups.models import APIKey, Workspace
-from usergroups.services import keys
+from usergroups.models import APIKey, Webhook, Workspace
+from usergroups.services import keys, webhooks
 
 KEY_NAME = "demo (make demo)"
+#: What the customer site's receiver (/demo/webhook/) gets: every change, mint and revocation.
+WEBHOOK_EVENTS = ["user_group", "embed_token", "end_user", "api_key", "webhook"]
 
 
 def read_key(path: Path) -> str:
@@ -76,7 +78,29 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"Issued a new demo API key {row.prefix}…, saved to {key_file}.")
         self.stdout.write(self.instructions(key, base_url.rstrip("/"), key_file))
+        # Beside the key (the receiver reads it from the repo root, the default).
+        secret_file = key_file.parent / ".demo-webhook-secret"
+        self.register_receiver(space, base_url.rstrip("/") + "/demo/webhook/", secret_file)
         seed_demo(space, self.stdout, base_url)  # demo groups; prints the /demo/ page's URL
+
+    def register_receiver(self, space: Workspace, url: str, secret_file: Path) -> None:
+        """The customer site's webhook receiver, registered once; its secret is kept in
+        ``.demo-webhook-secret`` (like the key, it cannot be read back from the database)."""
+        secret = read_key(secret_file)
+        current = Webhook.objects.filter(workspace=space, url=url, disabled=False).first()
+        if current is not None and secret and current.secret() == secret:
+            self.stdout.write(f"Reusing the demo webhook {current.webhook_id} to {url}.")
+            return
+        for stale in Webhook.objects.filter(workspace=space, url=url):
+            webhooks.delete_webhook(space.pk, stale.webhook_id)
+        webhook, secret = webhooks.create_webhook(
+            space.pk, url, WEBHOOK_EVENTS, "The demo customer site's activity panel"
+        )
+        write_key(secret_file, secret)
+        self.stdout.write(
+            f"Registered the demo webhook {webhook.webhook_id} to {url} (secret in "
+            f"{secret_file.name}); `manage.py db_worker` delivers to it."
+        )
 
     def instructions(self, key: str, base_url: str, key_file: Path) -> str:
         url = f"{base_url}/api/user"

@@ -1,0 +1,534 @@
+"""Webhooks (CONTRACT section 8): registration, the outbox, signed delivery, retries,
+the SSRF rule. Deliveries go to a real HTTP receiver on loopback (tests/support)."""
+
+import base64
+import io
+import json
+import socket
+from datetime import timedelta
+
+import pytest
+import standardwebhooks
+import svix.webhooks
+from django.core.management import call_command
+from django.db import connection, transaction
+from django.test import override_settings
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from tests.support.api import assert_error, client_for, send
+from tests.support.factories import APIKeyFactory
+from tests.support.leaks import secrets_in
+from tests.support.webhook_receiver import Behaviour, running_receiver
+from usergroups import tasks
+from usergroups.checks import check_webhook_settings
+from usergroups.models import APIKey, AuditEvent, Webhook, WebhookDelivery, Workspace
+from usergroups.services import audit, outbox, webhooks
+from usergroups.webhooks import addresses
+
+HOOK = "/api/user/webhook"
+LIST = "/api/user/webhook/list"
+PUBLIC_URL = "https://203.0.114.10/hook"  # an IP literal: no DNS needed, and public
+
+
+def allow_private(**more: object) -> override_settings:
+    return override_settings(
+        USERGROUPS={"WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_TIMEOUT_SECONDS": 2, **more}
+    )
+
+
+@pytest.fixture
+def receiver():
+    with running_receiver() as running:
+        yield running
+
+
+def register(api_client, url=PUBLIC_URL, events=("user_group",), description="d"):
+    response = send(
+        api_client, "POST", {"url": url, "events": list(events), "description": description}, HOOK
+    )
+    assert response.status_code == 200, response.content
+    return response.json()["webhook"]
+
+
+def make_webhook(workspace, url, events=("user_group",)):
+    webhook, secret = webhooks.create_webhook(workspace.pk, url, list(events))
+    return webhook, secret
+
+
+# Registration, listing, deletion ------------------------------------------------------------
+
+
+def test_registration_shows_the_secret_once_and_the_list_never(api_client, workspace):
+    created = register(api_client, events=["user_group", "embed_token.minted"])
+    assert created["secret"].startswith("whsec_")
+    assert len(base64.b64decode(created["secret"][6:])) == 32
+    assert created["url"] == PUBLIC_URL
+    assert created["events"] == ["user_group", "embed_token.minted"]
+    assert (created["description"], created["disabled"]) == ("d", False)
+    listed = send(api_client, "GET", b"", LIST)
+    assert listed.status_code == 200
+    assert listed.json() == {
+        "success": 1,
+        "webhooks": [{key: value for key, value in created.items() if key != "secret"}],
+    }
+    assert created["secret"] not in listed.content.decode()
+
+
+def test_the_secret_is_sealed_at_rest_and_opens_with_the_server_secret(api_client):
+    created = register(api_client)
+    row = Webhook.objects.get(webhook_id=created["webhook_id"])
+    stored = json.dumps(list(Webhook.objects.values().filter(pk=row.pk)), default=str)
+    raw = base64.b64decode(created["secret"][6:])
+    for fragment in (created["secret"], created["secret"][6:], raw.hex()):
+        assert fragment not in stored
+    assert row.secret() == created["secret"]
+
+
+def test_events_name_the_webhook_never_its_secret(api_client, workspace):
+    created = register(api_client)
+    response = send(api_client, "DELETE", {"webhook_id": created["webhook_id"]}, HOOK)
+    assert response.status_code == 200
+    assert response.json()["webhook"]["webhook_id"] == created["webhook_id"]
+    assert not Webhook.objects.exists()
+    events = list(
+        AuditEvent.objects.filter(workspace=workspace, action__startswith="webhook.").order_by("id")
+    )
+    assert [event.action for event in events] == ["webhook.created", "webhook.deleted"]
+    for event in events:
+        assert event.actor_type == "api_key"
+        assert event.details["webhook_id"] == created["webhook_id"]
+        text = json.dumps(audit.as_dict(event))
+        assert created["secret"] not in text and created["secret"][6:20] not in text
+
+
+def test_another_workspaces_webhook_is_not_found(api_client, other_api_client):
+    created = register(other_api_client)
+    response = send(api_client, "DELETE", {"webhook_id": created["webhook_id"]}, HOOK)
+    assert_error(response, 404, "not_found")
+    assert send(api_client, "GET", b"", LIST).json()["webhooks"] == []
+    assert Webhook.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "scope"),
+    [("POST", HOOK, "write"), ("DELETE", HOOK, "write"), ("GET", LIST, "read")],
+)
+def test_each_operation_needs_its_scope(workspace, method, path, scope):
+    key = APIKeyFactory(workspace=workspace)  # every scope
+    APIKey.objects.filter(pk=key.pk).update(**{f"scope_{scope}": False})
+    body = (
+        {"url": PUBLIC_URL, "events": ["user_group"]} if method == "POST" else {"webhook_id": "x"}
+    )
+    response = send(client_for(key.key), method, body if method != "GET" else b"", path)
+    assert_error(response, 403, "permission_denied")
+    assert scope in response.json()["error"]["message"]
+    assert not Webhook.objects.exists()
+
+
+def test_the_list_costs_the_key_and_one_query(api_client, api_key, django_assert_num_queries):
+    register(api_client)
+    register(api_client)
+    APIKey.objects.filter(pk=api_key.pk).update(last_used_at=timezone.now())
+    with django_assert_num_queries(2):
+        response = send(api_client, "GET", b"", LIST)
+    assert len(response.json()["webhooks"]) == 2
+
+
+GOOD = {"url": PUBLIC_URL, "events": ["user_group"], "description": "x"}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"url": None}, "url"),
+        ({"url": 12}, "url"),
+        ({"url": ""}, "url"),
+        ({"url": "not a url"}, "url"),
+        ({"url": "ftp://203.0.114.10/x"}, "url"),
+        ({"url": "http://203.0.114.10/hook"}, "url"),  # http without WEBHOOK_ALLOW_PRIVATE
+        ({"url": "https://10.1.2.3/hook"}, "url"),  # private
+        ({"url": "https://127.0.0.1/hook"}, "url"),  # loopback
+        ({"url": "https://[::1]/hook"}, "url"),
+        ({"url": "https://169.254.169.254/latest/meta-data"}, "url"),  # link-local (metadata)
+        ({"url": "https://100.64.0.1/hook"}, "url"),  # shared address space
+        ({"url": "https://0.0.0.0/hook"}, "url"),
+        ({"url": "https://[::ffff:127.0.0.1]/hook"}, "url"),  # IPv4-mapped loopback
+        ({"url": "https://localhost/hook"}, "url"),  # a name that resolves to loopback
+        ({"url": "https://user:pw@203.0.114.10/hook"}, "url"),
+        ({"url": "https://203.0.114.10/hook#frag"}, "url"),
+        ({"url": "https://203.0.114.10:99999/hook"}, "url"),
+        ({"url": "https://no-such-host.invalid/hook"}, "url"),
+        ({"url": "https://203.0.114.10/" + "a" * 2000}, "url"),
+        ({"url": "https://203.0.114.10/a b"}, "url"),
+        ({"events": None}, "events"),
+        ({"events": "user_group"}, "events"),
+        ({"events": []}, "events"),
+        ({"events": ["User_Group"]}, "events"),
+        ({"events": ["user_group.cre"]}, "events"),  # names no action
+        ({"events": ["nothing"]}, "events"),
+        ({"events": [1]}, "events"),
+        ({"events": ["user_group"] * 51}, "events"),
+        ({"description": 3}, "description"),
+        ({"description": "x" * 256}, "description"),
+    ],
+)
+def test_bad_registrations_are_400_naming_the_field(api_client, change, field):
+    body = {**GOOD, **change}
+    if change.get(field, 0) is None and field != "description":
+        del body[field]  # missing
+    response = send(api_client, "POST", body, HOOK)
+    assert_error(response, 400, "invalid", [field])
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("body", [{}, {"webhook_id": 5}, {"webhook_id": "x" * 41}])
+def test_bad_deletions_are_400_naming_the_field(api_client, body):
+    assert_error(send(api_client, "DELETE", body, HOOK), 400, "invalid", ["webhook_id"])
+
+
+def test_unknown_webhook_is_404(api_client):
+    assert_error(send(api_client, "DELETE", {"webhook_id": "wh_nope"}, HOOK), 404, "not_found")
+
+
+@allow_private()
+def test_allow_private_takes_http_and_loopback(api_client):
+    created = register(api_client, url="http://127.0.0.1:9/hook")
+    assert created["url"] == "http://127.0.0.1:9/hook"
+
+
+# The outbox ---------------------------------------------------------------------------------
+
+
+def test_a_matching_event_writes_one_delivery_per_webhook_in_its_transaction(workspace):
+    first, _ = make_webhook(workspace, PUBLIC_URL, ["user_group"])
+    second, _ = make_webhook(workspace, PUBLIC_URL, ["user_group.created", "api_key"])
+    make_webhook(workspace, PUBLIC_URL, ["embed_token"])
+    Webhook.objects.create(
+        workspace=workspace,
+        webhook_id="wh_off",
+        url=PUBLIC_URL,
+        events=["user_group"],
+        disabled=True,
+    )
+    WebhookDelivery.objects.all().delete()
+    with transaction.atomic():
+        event = audit.record(workspace.pk, audit.USER_GROUP_CREATED, user_group_id="acme")
+    deliveries = WebhookDelivery.objects.filter(event=event)
+    assert {delivery.webhook_id for delivery in deliveries} == {first.pk, second.pk}
+    assert {delivery.status for delivery in deliveries} == {"pending"}
+    assert len({delivery.delivery_id for delivery in deliveries}) == 2
+
+
+def test_a_rolled_back_change_leaves_no_event_and_no_delivery(workspace):
+    make_webhook(workspace, PUBLIC_URL, ["user_group"])
+    before = WebhookDelivery.objects.count(), AuditEvent.objects.count()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        audit.record(workspace.pk, audit.USER_GROUP_CREATED, user_group_id="acme")
+        assert WebhookDelivery.objects.count() == before[0] + 1
+        raise RuntimeError("the change fails after its event")
+    assert (WebhookDelivery.objects.count(), AuditEvent.objects.count()) == before
+
+
+def test_another_workspaces_events_are_not_delivered(workspace, other_workspace):
+    make_webhook(workspace, PUBLIC_URL, ["user_group"])
+    audit.record(other_workspace.pk, audit.USER_GROUP_CREATED, user_group_id="acme")
+    assert not WebhookDelivery.objects.filter(event__workspace=other_workspace).exists()
+
+
+def test_the_outbox_costs_one_select_without_a_match(workspace, django_assert_num_queries):
+    make_webhook(workspace, PUBLIC_URL, ["embed_token"])
+    with transaction.atomic(), django_assert_num_queries(2):  # the event, the webhooks
+        audit.record(workspace.pk, audit.USER_GROUP_CREATED, user_group_id="acme")
+
+
+def test_the_commit_enqueues_each_delivery(workspace, django_capture_on_commit_callbacks):
+    make_webhook(workspace, PUBLIC_URL, ["user_group"])
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            event = audit.record(workspace.pk, audit.USER_GROUP_CREATED, user_group_id="a")
+    delivery = WebhookDelivery.objects.get(event=event)
+    queued = DBTaskResult.objects.filter(task_path="usergroups.tasks.deliver_webhook")
+    assert [result.args_kwargs["args"] for result in queued] == [[delivery.delivery_id]]
+
+
+# Delivery -----------------------------------------------------------------------------------
+
+
+def deliver_one(workspace, url, action=audit.USER_GROUP_CREATED):
+    event = audit.record(workspace.pk, action, user_group_id="acme", details={"name": "Acme"})
+    delivery = WebhookDelivery.objects.get(event=event)
+    return event, delivery, webhooks.attempt(delivery.delivery_id)
+
+
+@allow_private()
+def test_a_delivery_is_signed_as_standard_webhooks_and_svix_verify(workspace, receiver):
+    webhook, secret = make_webhook(workspace, receiver.url)
+    event, delivery, attempted = deliver_one(workspace, receiver.url)
+    assert attempted.outcome is not None and attempted.outcome.status == 204
+    (got,) = receiver.answered()
+    assert got.headers["webhook-id"] == delivery.delivery_id
+    assert got.headers["content-type"] == "application/json"
+    body = json.loads(got.body)
+    assert body == {
+        "type": "user_group.created",
+        "timestamp": body["data"]["at"],
+        "data": audit.as_dict(event),
+    }
+    verified = standardwebhooks.Webhook(secret).verify(got.body, got.headers)
+    assert verified["data"]["id"] == event.event_id
+    # svix's verifier (which reads svix-* or webhook-* headers) raises on a bad signature.
+    svix.webhooks.Webhook(secret).verify(got.body, got.headers)
+    renamed = {name.replace("webhook-", "svix-"): value for name, value in got.headers.items()}
+    svix.webhooks.Webhook(secret).verify(got.body, renamed)
+    with pytest.raises(svix.webhooks.WebhookVerificationError):
+        svix.webhooks.Webhook(secret).verify(got.body + b" ", got.headers)
+    with pytest.raises(standardwebhooks.WebhookVerificationError):
+        standardwebhooks.Webhook(make_webhook(workspace, receiver.url)[1]).verify(
+            got.body, got.headers
+        )
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("delivered", 1, 204)
+    assert webhooks.attempt(delivery.delivery_id).outcome is None  # done: never sent again
+    assert len(receiver.answered()) == 1
+
+
+@allow_private(WEBHOOK_MAX_ATTEMPTS=3, WEBHOOK_DISABLE_AFTER_FAILURES=2)
+def test_failures_retry_with_the_same_id_then_fail_then_disable_the_webhook(workspace, receiver):
+    receiver.behaviour = Behaviour(status=500, body=b"x" * 5000)
+    webhook, _ = make_webhook(workspace, receiver.url)
+    for round_ in (1, 2):
+        _, delivery, attempted = deliver_one(workspace, receiver.url)
+        assert attempted.retry_at is not None
+        assert attempted.retry_at - timezone.now() <= timedelta(seconds=10)  # the first: < 15 s
+        for number in (2, 3):
+            WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+            attempted = webhooks.attempt(delivery.delivery_id)
+            assert (attempted.retry_at is None) == (number == 3)
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("failed", 3, 500)
+        assert len(delivery.last_response) == 200  # a short excerpt only
+        webhook.refresh_from_db()
+        assert webhook.disabled == (round_ == 2)
+    ids = [got.headers["webhook-id"] for got in receiver.answered()]
+    assert len(ids) == 6 and len(set(ids)) == 2 and ids[0] == ids[1] == ids[2]
+    disabled = AuditEvent.objects.get(action="webhook.disabled")
+    assert disabled.actor_type == "system" and disabled.details["webhook_id"] == webhook.webhook_id
+    # Disabled: new events are not put in its outbox.
+    event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    assert not WebhookDelivery.objects.filter(event=event).exists()
+
+
+@allow_private()
+def test_a_success_resets_the_failure_count(workspace, receiver):
+    webhook, _ = make_webhook(workspace, receiver.url)
+    Webhook.objects.filter(pk=webhook.pk).update(consecutive_failures=3)
+    deliver_one(workspace, receiver.url)
+    webhook.refresh_from_db()
+    assert webhook.consecutive_failures == 0
+
+
+def test_backoff_is_exponential_capped_and_jittered():
+    with override_settings(
+        USERGROUPS={"WEBHOOK_RETRY_BASE_SECONDS": 10, "WEBHOOK_RETRY_MAX_SECONDS": 60}
+    ):
+        waits = [webhooks.backoff(n).total_seconds() for n in (1, 2, 3, 10) for _ in range(50)]
+    first, second, third, late = (waits[i * 50 : (i + 1) * 50] for i in range(4))
+    assert 5 <= min(first) and max(first) <= 10
+    assert 10 <= min(second) and max(second) <= 20
+    assert 20 <= min(third) and max(third) <= 40
+    assert max(late) <= 60 and len(set(first)) > 1
+
+
+@allow_private()
+def test_redirects_are_not_followed(workspace, receiver):
+    receiver.behaviour = Behaviour(status=302, location=receiver.url + "/elsewhere")
+    make_webhook(workspace, receiver.url)
+    _, delivery, attempted = deliver_one(workspace, receiver.url)
+    assert attempted.outcome is not None and attempted.outcome.status == 302
+    assert attempted.retry_at is not None
+    assert [got.path for got in receiver.answered()] == ["/hook"]
+
+
+@allow_private(WEBHOOK_TIMEOUT_SECONDS=0.3)
+def test_a_receiver_that_hangs_times_out(workspace, receiver):
+    receiver.behaviour = Behaviour(delay=1.5)
+    make_webhook(workspace, receiver.url)
+    _, delivery, attempted = deliver_one(workspace, receiver.url)
+    assert attempted.outcome is not None and attempted.outcome.status is None
+    assert "timed out" in attempted.outcome.excerpt
+    assert attempted.retry_at is not None
+
+
+@allow_private()
+def test_a_receiver_that_is_down_is_retried(workspace):
+    with running_receiver() as gone:
+        url = gone.url
+    make_webhook(workspace, url)
+    _, delivery, attempted = deliver_one(workspace, url)
+    assert attempted.outcome is not None and attempted.outcome.status is None
+    assert attempted.retry_at is not None
+
+
+def test_a_delivery_refuses_a_private_address_when_private_is_not_allowed(workspace, receiver):
+    # Registered while allowed (e.g. a setting changed since): refused at delivery.
+    with allow_private():
+        make_webhook(workspace, receiver.url)
+    _, delivery, attempted = deliver_one(workspace, receiver.url)
+    assert attempted.outcome is not None and attempted.outcome.excerpt.startswith("Refused")
+    assert receiver.answered() == []
+
+
+def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, monkeypatch):
+    """A name that resolved to a public address at registration and to loopback later."""
+    port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
+    answers = {"now": "203.0.114.10"}
+    real = socket.getaddrinfo
+
+    def fake_dns(host, *args, **kwargs):  # the DNS is the boundary
+        if host == "hooks.example.com":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers["now"], port))]
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
+    url = f"https://hooks.example.com:{port}/hook"
+    assert addresses.resolve(url, allow_private=False).address == "203.0.114.10"
+    make_webhook(workspace, url)
+    answers["now"] = "127.0.0.1"
+    _, delivery, attempted = deliver_one(workspace, url)
+    assert attempted.outcome is not None
+    assert (
+        attempted.outcome.excerpt == "Refused: The host resolves to an address that is not public."
+    )
+    assert receiver.answered() == []
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("8.8.8.8", True),
+        ("2606:4700::1111", True),
+        ("10.0.0.1", False),
+        ("172.16.5.4", False),
+        ("192.168.1.1", False),
+        ("127.0.0.1", False),
+        ("169.254.169.254", False),
+        ("100.64.0.1", False),
+        ("0.0.0.0", False),
+        ("224.0.0.1", False),
+        ("255.255.255.255", False),
+        ("::1", False),
+        ("fe80::1", False),
+        ("fc00::1", False),
+        ("::ffff:10.0.0.1", False),
+        ("198.18.0.1", False),
+    ],
+)
+def test_only_global_unicast_addresses_are_public(address, public):
+    assert addresses.is_public(address) is public
+
+
+# The sweeper and redelivery -----------------------------------------------------------------
+
+
+def test_the_sweeper_enqueues_what_was_left_pending(workspace):
+    make_webhook(workspace, PUBLIC_URL)
+    event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    delivery = WebhookDelivery.objects.get(event=event)
+    # Overdue by more than a lease (60 s by default): its task was lost.
+    overdue = timezone.now() - timedelta(seconds=61)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=overdue)
+    later = WebhookDelivery.objects.create(
+        delivery_id=outbox.new_delivery_id(),
+        webhook=delivery.webhook,
+        event=audit.record(workspace.pk, audit.API_KEY_CREATED),
+        next_attempt_at=timezone.now() - timedelta(seconds=30),  # a retry due, its task queued
+    )
+    DBTaskResult.objects.all().delete()
+    call_command("sweep_webhooks", verbosity=0)
+    queued = [result.args_kwargs["args"] for result in DBTaskResult.objects.all()]
+    assert [delivery.delivery_id] in queued and [later.delivery_id] not in queued
+
+
+def test_a_claimed_delivery_is_not_sent_by_a_second_worker(workspace):
+    make_webhook(workspace, PUBLIC_URL)
+    event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    delivery = WebhookDelivery.objects.get(event=event)
+    now = timezone.now()
+    assert webhooks.claim(delivery.delivery_id, now) is True
+    assert webhooks.claim(delivery.delivery_id, now) is False
+
+
+@allow_private()
+def test_redeliver_sends_a_failed_delivery_again_with_its_id(
+    workspace, receiver, django_capture_on_commit_callbacks
+):
+    make_webhook(workspace, receiver.url)
+    event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    delivery = WebhookDelivery.objects.get(event=event)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status="failed", attempts=8)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert webhooks.redeliver([delivery.pk]) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("pending", 0)
+    tasks.deliver_webhook.call(delivery.delivery_id)
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered"
+    assert receiver.answered()[0].headers["webhook-id"] == delivery.delivery_id
+
+
+# Settings -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"WEBHOOK_ALLOW_PRIVATE": "yes"},
+        {"WEBHOOK_TIMEOUT_SECONDS": 0},
+        {"WEBHOOK_TIMEOUT_SECONDS": "5"},
+        {"WEBHOOK_RETRY_BASE_SECONDS": 16},
+        {"WEBHOOK_RETRY_MAX_SECONDS": -1},
+        {"WEBHOOK_LEASE_SECONDS": True},
+        {"WEBHOOK_TASK_BACKEND": ""},
+        {"WEBHOOK_TIMEOUT_SECONDS": 30, "WEBHOOK_LEASE_SECONDS": 30},
+    ],
+)
+def test_bad_webhook_settings_are_reported(given):
+    with override_settings(USERGROUPS=given):
+        assert [error.id for error in check_webhook_settings(None)] == ["usergroups.E011"]
+
+
+def test_good_webhook_settings_pass():
+    with override_settings(
+        USERGROUPS={"WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_TIMEOUT_SECONDS": 0.5}
+    ):
+        assert check_webhook_settings(None) == []
+
+
+def test_the_log_guard_knows_a_webhook_secret(workspace):
+    _, secret = make_webhook(workspace, PUBLIC_URL)
+    assert secrets_in(f"secret={secret}.") == [secret]
+
+
+def test_no_delivery_row_holds_a_secret(workspace, api_client):
+    created = register(api_client)
+    audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    rows = json.dumps(list(WebhookDelivery.objects.values()), default=str)
+    events = json.dumps(list(AuditEvent.objects.values()), default=str)
+    assert created["secret"] not in rows + events
+    assert isinstance(Workspace.objects.get(pk=workspace.pk), Workspace)
+    assert connection.vendor  # the database these ran on
+
+
+def test_resealing_after_a_secret_rotation_keeps_the_webhook_secret(workspace, settings):
+    _, secret = make_webhook(workspace, PUBLIC_URL)
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "n" * 50, [old]
+    before = Webhook.objects.get().secret_sealed
+    out = io.StringIO()
+    call_command("reseal_group_tokens", stdout=out)
+    assert "Resealed 1 webhook secret(s)." in out.getvalue()
+    row = Webhook.objects.get()
+    assert row.secret_sealed != before and row.secret() == secret
+    settings.SECRET_KEY_FALLBACKS = []
+    assert Webhook.objects.get().secret() == secret  # opens with the new secret alone

@@ -1,0 +1,287 @@
+"""Webhook delivery through faults, live: the example project under gunicorn makes the
+events, a real worker process (``manage.py db_worker``, django-tasks-db) and the sweeper
+(``manage.py sweep_webhooks``) deliver them to a real receiver on loopback, which goes
+down, answers 500, hangs past the timeout; the worker is SIGKILLed mid-delivery and
+restarted; on PostgreSQL its database connections are terminated under it.
+
+The ledger is what the database committed (``export_audit``): every event of it must
+reach the receiver at least once, every copy of one event with the same ``webhook-id``
+and a signature ``standardwebhooks`` verifies. The counts are printed (``-s``).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from standardwebhooks import Webhook as Verifier
+
+from tests.support import ROOT, postgres
+from tests.support.deployment import manage, server_env
+from tests.support.gunicorn import Gunicorn
+from tests.support.http import call_api
+from tests.support.webhook_receiver import Behaviour, ReceiverServer
+
+pytestmark = pytest.mark.live
+
+# Small timeouts and backoff, so that the faults take seconds; attempts without limit, so
+# that nothing is given up during them.
+FAST = {
+    "DJANGO_WEBHOOK_ALLOW_PRIVATE": "true",
+    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "0.8",
+    "USERGROUPS_WEBHOOK_RETRY_BASE_SECONDS": "0.2",
+    "USERGROUPS_WEBHOOK_RETRY_MAX_SECONDS": "1",
+    "USERGROUPS_WEBHOOK_LEASE_SECONDS": "1.5",
+    "USERGROUPS_WEBHOOK_MAX_ATTEMPTS": "100000",
+    "USERGROUPS_WEBHOOK_DISABLE_AFTER_FAILURES": "100000",
+    "USERGROUPS_LOG_LEVEL": "WARNING",
+}
+LIVE_DATABASE = "webhooklive"
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A database of its own on the server DATABASE_URL names (SQLite: a file):
+    its URL and its kind."""
+    given = os.environ.get("DATABASE_URL", "")
+    if given.startswith("postgres"):
+        postgres.recreate_database(LIVE_DATABASE)
+        try:
+            yield postgres.direct_url(LIVE_DATABASE), "postgresql"
+        finally:
+            postgres.drop_database(LIVE_DATABASE)
+    elif given.startswith("mysql"):
+        import MySQLdb
+
+        parts = urlsplit(given)
+        admin = MySQLdb.connect(
+            host=parts.hostname, port=parts.port or 3306, user=parts.username or "root"
+        )
+        admin.query(f"DROP DATABASE IF EXISTS {LIVE_DATABASE}")
+        admin.query(f"CREATE DATABASE {LIVE_DATABASE} CHARACTER SET utf8mb4")
+        try:
+            yield urlunsplit(parts._replace(path=f"/{LIVE_DATABASE}")), "mysql"
+        finally:
+            admin.query(f"DROP DATABASE IF EXISTS {LIVE_DATABASE}")
+            admin.close()
+    else:
+        yield f"sqlite:///{tmp_path / 'live.sqlite3'}", "sqlite"
+
+
+def kill_mysql_connections(database_url: str) -> int:
+    """MariaDB's side of a restart: ``KILL`` every connection to the live database."""
+    import MySQLdb
+
+    parts = urlsplit(database_url)
+    admin = MySQLdb.connect(host=parts.hostname, port=parts.port or 3306, user=parts.username)
+    try:
+        admin.query(
+            "SELECT id FROM information_schema.processlist "
+            f"WHERE db = '{LIVE_DATABASE}' AND id <> CONNECTION_ID()"
+        )
+        ids = [row[0] for row in admin.store_result().fetch_row(maxrows=0)]
+        for connection_id in ids:
+            admin.query(f"KILL {int(connection_id)}")
+        return len(ids)
+    finally:
+        admin.close()
+
+
+class Command:
+    """``manage.py ARGS`` running in its own process group, output to ``log``."""
+
+    def __init__(self, env: dict[str, str], log: Path, *args: str) -> None:
+        self.env, self.log, self.args = env, log, args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", *self.args],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.starts += 1
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(timeout=10)
+
+
+def wait_for(condition, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+def delivery_states(env: dict[str, str]) -> str:
+    """How many deliveries are in each state, read by the project itself."""
+    return manage(
+        env,
+        "shell",
+        "--verbosity",
+        "0",
+        "-c",
+        "from collections import Counter; from usergroups.models import WebhookDelivery as D; "
+        "print(dict(Counter(D.objects.values_list('status', flat=True))))",
+    ).strip()
+
+
+def test_every_committed_event_is_delivered_at_least_once_through_faults(database, tmp_path):
+    database_url, kind = database
+    env = server_env(database_url, **FAST)
+    manage(env, "migrate", "--noinput")
+    key = manage(env, "create_api_key", "--workspace", "live").strip()
+    server = ReceiverServer()
+    receiver = server.start()
+    worker = Command(
+        env, tmp_path / "worker.log", "db_worker", "--interval", "0.05", "--no-startup-delay",
+        "--no-reload", "--verbosity", "0",
+    )  # fmt: skip
+    sweeper = Command(env, tmp_path / "sweeper.log", "sweep_webhooks", "--every", "0.3")
+    counts: Counter[str] = Counter({"worker restarts after a crash": 0})
+    started = time.monotonic()
+    try:
+        with Gunicorn(env, tmp_path / "gunicorn.log", 1) as site:
+            status, body = call_api(
+                site.base_url,
+                key,
+                "POST",
+                {"url": receiver.url, "events": ["user_group"], "description": "live"},
+                path="/api/user/webhook",
+            )
+            assert status == 200, body
+            secret = body["webhook"]["secret"]
+            worker.start()
+            sweeper.start()
+
+            def make(label: str, n: int = 4) -> None:
+                for number in range(n):
+                    status, answer = call_api(
+                        site.base_url, key, "GET", {"user_group_id": f"{label}-{number}"}
+                    )
+                    assert status == 200 and answer["new_user_group"], answer
+                    counts["events committed (API)"] += 1
+
+            def supervise() -> None:
+                """Restart the worker if it died (as systemd would)."""
+                if not worker.alive():
+                    counts["worker restarts after a crash"] += 1
+                    worker.start()
+
+            make("up")
+            # The receiver down for a while.
+            server.stop()
+            make("down")
+            time.sleep(2.0)
+            server.start()
+            # Answering 500.
+            receiver.behaviour = Behaviour(status=500, body=b"oops")
+            make("error")
+            time.sleep(1.5)
+            # Hanging past the timeout (0.8 s).
+            receiver.behaviour = Behaviour(delay=2.0)
+            make("hang")
+            time.sleep(2.5)
+            # The worker killed mid-delivery: a request is in flight (the receiver holds
+            # it 0.6 s, under the timeout), then SIGKILL, then a new worker.
+            receiver.behaviour = Behaviour(delay=0.6)
+            supervise()
+            seen = len(receiver.answered())
+            make("kill", 2)
+            assert wait_for(lambda: len(receiver.answered()) > seen, 10), "nothing in flight"
+            worker.kill(signal.SIGKILL)
+            counts["worker SIGKILLed mid-delivery"] += 1
+            time.sleep(0.5)
+            worker.start()
+            receiver.behaviour = Behaviour()
+            if kind in ("postgresql", "mysql"):
+                # The database "restarted" under the worker: its connections cut.
+                make("db")
+                if kind == "postgresql":
+                    cut = postgres.terminate_backends(LIVE_DATABASE)
+                else:
+                    cut = kill_mysql_connections(database_url)
+                counts["database connections cut under the worker"] += cut
+                time.sleep(0.5)
+                supervise()
+                make("after-db", 2)
+            committed = counts["events committed (API)"]
+
+            def all_delivered() -> bool:
+                supervise()
+                events = {
+                    json.loads(got.body)["data"]["id"]
+                    for got in receiver.answered()
+                    if got.at and receiver.behaviour.status == 204
+                }
+                return len(events) >= committed
+
+            assert wait_for(all_delivered, 60, step=0.2), "not every event arrived"
+            # A delivery the killed worker had sent is still pending: the sweeper enqueues
+            # it once its lease is over, and it is sent again, with the same webhook-id.
+            assert wait_for(lambda: "'pending'" not in delivery_states(env), 60, step=0.5)
+    finally:
+        sweeper.kill(signal.SIGTERM)
+        worker.kill(signal.SIGTERM)
+        server.stop()
+
+    # The ledger: what the database committed.
+    ledger = [
+        json.loads(line)
+        for line in manage(env, "export_audit", "--workspace", "live").splitlines()
+        if line.strip()
+    ]
+    wanted = {event["id"]: event for event in ledger if event["action"] == "user_group.created"}
+    assert len(wanted) == counts["events committed (API)"]
+
+    copies: dict[str, list[str]] = defaultdict(list)
+    accepted: Counter[str] = Counter()
+    verifier = Verifier(secret)
+    timeout = float(FAST["USERGROUPS_WEBHOOK_TIMEOUT_SECONDS"])
+    for got in receiver.answered():
+        message = verifier.verify(got.body, got.headers)  # raises on a bad signature
+        copies[message["data"]["id"]].append(got.headers["webhook-id"])
+        assert message["data"] == wanted[message["data"]["id"]]
+        if got.behaviour and got.behaviour.status < 300 and got.behaviour.delay < timeout:
+            accepted[message["data"]["id"]] += 1
+    missing = set(wanted) - set(copies)
+    assert not missing, f"{len(missing)} committed event(s) never delivered"
+    assert set(copies) == set(wanted)  # nothing that was not committed
+    for event_id, ids in copies.items():
+        assert len(set(ids)) == 1, (event_id, ids)  # retries carry the same webhook-id
+    states = delivery_states(env)
+    counts["ledger events (export_audit)"] = len(wanted)
+    counts["requests received"] = len(receiver.answered())
+    counts["events delivered (distinct)"] = len(copies)
+    counts["attempts refused (500) or timed out"] = len(receiver.answered()) - sum(
+        accepted.values()
+    )
+    counts["events accepted (2xx in time)"] = len(accepted)
+    counts["events accepted more than once (same webhook-id)"] = sum(
+        n > 1 for n in accepted.values()
+    )
+    counts["events lost"] = len(missing)
+    print(f"\nwebhook fault test on {kind}, {time.monotonic() - started:.1f} s:")
+    for name, value in counts.items():
+        print(f"  {name}: {value}")
+    print(f"  delivery states: {states}")
+    assert "'pending'" not in states and "'failed'" not in states

@@ -1,0 +1,69 @@
+"""The webhook outbox: one :class:`~usergroups.models.WebhookDelivery` per (event,
+webhook), written by :func:`usergroups.services.audit.record` in the event's transaction.
+
+A rolled-back change leaves no event and so no delivery; a committed event has one for
+each webhook it matched, which a worker sends after the commit (at least once: a
+delivery whose task is lost stays pending, and the sweeper enqueues it again). Kept
+apart from :mod:`usergroups.services.webhooks`, which records events itself, so that
+the audit writer and the webhooks import each other in one direction only.
+"""
+
+import secrets
+from collections.abc import Iterable, Sequence
+from functools import partial
+
+from django.db import router, transaction
+
+from usergroups.models import AuditEvent, Webhook, WebhookDelivery
+from usergroups.signals import webhook_deliveries_due
+
+
+def new_delivery_id() -> str:
+    """The ``webhook-id`` of a delivery: the same on every attempt."""
+    return f"msg_{secrets.token_hex(12)}"
+
+
+def matches(prefixes: Iterable[str], action: str) -> bool:
+    """Whether a webhook subscribed to ``prefixes`` receives ``action``: a prefix names
+    an action or a dotted family of them (``"user_group"``, ``"embed_token.minted"``)."""
+    return any(action == prefix or action.startswith(prefix + ".") for prefix in prefixes)
+
+
+def announce_on_commit(delivery_ids: list[str]) -> None:
+    """Once the transaction commits, say the deliveries are due (the tasks enqueue
+    them); a failure to enqueue is logged, not raised: the sweeper covers it."""
+    send = partial(webhook_deliveries_due.send, sender=WebhookDelivery, delivery_ids=delivery_ids)
+    transaction.on_commit(send, using=router.db_for_write(WebhookDelivery), robust=True)
+
+
+def add_deliveries(events: Sequence[AuditEvent]) -> list[str]:
+    """Write a delivery of each event for each enabled webhook of its workspace that
+    receives its action: one SELECT for all the events (of one workspace, as a cascade
+    writes them), one INSERT when any matches. The deliveries' ids."""
+    if not events:
+        return []
+    workspaces = {event.workspace_id for event in events}
+    webhooks = list(
+        Webhook.objects.filter(workspace_id__in=workspaces, disabled=False)
+        .only("pk", "workspace_id", "events")
+        .order_by("pk")
+    )
+    deliveries = [
+        WebhookDelivery(
+            delivery_id=new_delivery_id(),
+            webhook_id=webhook.pk,
+            event=event,
+            created_at=event.at,
+            next_attempt_at=event.at,
+        )
+        for event in events
+        for webhook in webhooks
+        if webhook.workspace_id == event.workspace_id and matches(webhook.events, event.action)
+    ]
+    if not deliveries:
+        return []
+    with transaction.atomic(using=router.db_for_write(WebhookDelivery), savepoint=False):
+        WebhookDelivery.objects.bulk_create(deliveries)
+    ids = [delivery.delivery_id for delivery in deliveries]
+    announce_on_commit(ids)
+    return ids

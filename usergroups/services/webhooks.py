@@ -1,0 +1,274 @@
+"""Webhooks: every write to a :class:`~usergroups.models.Webhook` and to the state of a
+:class:`~usergroups.models.WebhookDelivery` (CONTRACT section 8).
+
+Registration, listing and deletion for the API and the admin; one delivery attempt
+(:func:`attempt`) for the task that sends it; the sweeper's list of due deliveries and
+the admin's redelivery. The outbox rows themselves are written by
+:mod:`usergroups.services.outbox`, in each event's transaction.
+"""
+
+import json
+import random
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.db import router, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from usergroups import crypto
+from usergroups.conf import usergroups_settings
+from usergroups.logs import get_logger
+from usergroups.models import Webhook, WebhookDelivery
+from usergroups.services import audit
+from usergroups.services.outbox import announce_on_commit
+from usergroups.webhooks import addresses, sending, signing
+
+logger = get_logger(__name__)
+
+
+def _atomic() -> transaction.Atomic:
+    return transaction.atomic(using=router.db_for_write(Webhook))
+
+
+def new_webhook_id() -> str:
+    return f"wh_{secrets.token_hex(12)}"
+
+
+def _named(webhook: Webhook) -> dict[str, object]:
+    """What an event says of a webhook: its id, the host it sends to (not the whole URL,
+    whose path or query may hold a receiver's own secret) and its event prefixes."""
+    return {
+        "webhook_id": webhook.webhook_id,
+        "host": urlsplit(webhook.url).hostname,
+        "events": webhook.events,
+    }
+
+
+def create_webhook(
+    workspace_id: int, url: str, events: list[str], description: str = ""
+) -> tuple[Webhook, str]:
+    """A new webhook and its signing secret (shown once: only sealed at rest)."""
+    secret = crypto.new_webhook_secret()
+    webhook = Webhook(
+        workspace_id=workspace_id,
+        webhook_id=new_webhook_id(),
+        url=url,
+        events=list(events),
+        description=description,
+    )
+    webhook.set_secret(secret)
+    with _atomic():
+        webhook.save(force_insert=True)
+        audit.record(workspace_id, audit.WEBHOOK_CREATED, details=_named(webhook))
+    logger.info("Webhook %s created in workspace %s", webhook.webhook_id, workspace_id)
+    return webhook, secret
+
+
+def list_webhooks(workspace_id: int) -> list[Webhook]:
+    return list(Webhook.objects.filter(workspace_id=workspace_id).order_by("created_at", "id"))
+
+
+def delete_webhook(workspace_id: int, webhook_id: str) -> Webhook | None:
+    """Delete the workspace's webhook ``webhook_id`` (and its deliveries); None if none."""
+    with _atomic():
+        webhook = (
+            Webhook.objects.select_for_update()
+            .filter(workspace_id=workspace_id, webhook_id=webhook_id)
+            .first()
+        )
+        if webhook is None:
+            return None
+        webhook.delete()
+        audit.record(workspace_id, audit.WEBHOOK_DELETED, details=_named(webhook))
+    logger.info("Webhook %s deleted from workspace %s", webhook_id, workspace_id)
+    return webhook
+
+
+def disable_webhook(webhook: Webhook, reason: str) -> bool:
+    """Disable ``webhook`` with a ``webhook.disabled`` event; False if it already was."""
+    with _atomic():
+        changed = Webhook.objects.filter(pk=webhook.pk, disabled=False).update(disabled=True)
+        if changed:
+            audit.record(
+                webhook.workspace_id,
+                audit.WEBHOOK_DISABLED,
+                details={**_named(webhook), "reason": reason},
+            )
+    if changed:
+        logger.warning("Webhook %s disabled: %s", webhook.webhook_id, reason)
+    return bool(changed)
+
+
+def change_webhook(pk: int, *, description: str, disabled: bool) -> None:
+    """The admin's change: the description, and disabling (with its event) or enabling
+    again (the failure count starts over)."""
+    stored = Webhook.objects.get(pk=pk)
+    if disabled and not stored.disabled:
+        disable_webhook(stored, "disabled by staff")
+    with _atomic():
+        changes: dict[str, object] = {"description": description}
+        if not disabled:
+            changes.update(disabled=False, consecutive_failures=0)
+        Webhook.objects.filter(pk=pk).update(**changes)
+
+
+def reseal_secrets() -> tuple[int, int]:
+    """Reseal every webhook secret with the current server secret: ``(resealed, lost)``;
+    a lost one opens with no configured secret, and its deliveries fail until the webhook
+    is registered again. Run while the old secret is still a fallback."""
+    resealed = lost = 0
+    rows = Webhook.objects.only("pk", "secret_digest", "secret_sealed")
+    for webhook in rows.iterator(chunk_size=1000):
+        secret = webhook.secret()
+        if secret is None:
+            lost += 1
+            continue
+        sealed = crypto.seal_webhook_secret(secret, webhook.secret_digest)
+        if sealed != webhook.secret_sealed:
+            with _atomic():
+                Webhook.objects.filter(pk=webhook.pk, secret_digest=webhook.secret_digest).update(
+                    secret_sealed=sealed
+                )
+            resealed += 1
+    if resealed:
+        logger.info("Resealed %s webhook secret(s) with the current secret", resealed)
+    return resealed, lost
+
+
+# Delivery ------------------------------------------------------------------------------------
+
+
+def backoff(attempts: int) -> timedelta:
+    """The wait after ``attempts`` failed attempts: exponential, capped, with jitter (down
+    to half), so receivers coming back are not hit by every sender at once."""
+    base = float(usergroups_settings.WEBHOOK_RETRY_BASE_SECONDS)
+    ceiling = float(usergroups_settings.WEBHOOK_RETRY_MAX_SECONDS)
+    delay = min(base * 2 ** max(attempts - 1, 0), ceiling)
+    return timedelta(seconds=delay * random.uniform(0.5, 1.0))
+
+
+def payload(delivery: WebhookDelivery) -> bytes:
+    """The body: ``{"type": action, "timestamp": at, "data": event}`` as compact JSON."""
+    data = audit.as_dict(delivery.event)
+    message = {"type": data["action"], "timestamp": data["at"], "data": data}
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def claim(delivery_id: str, now: datetime) -> bool:
+    """Take a due pending delivery for one attempt: count it and move ``next_attempt_at``
+    past the lease, so no other worker sends it meanwhile (one UPDATE)."""
+    lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
+    with _atomic():
+        return bool(
+            WebhookDelivery.objects.filter(
+                delivery_id=delivery_id,
+                status=WebhookDelivery.PENDING,
+                next_attempt_at__lte=now,
+            ).update(attempts=F("attempts") + 1, last_attempt_at=now, next_attempt_at=now + lease)
+        )
+
+
+def _send(delivery: WebhookDelivery) -> sending.Outcome:
+    webhook = delivery.webhook
+    if webhook.disabled:
+        return sending.Outcome(None, "The webhook is disabled.")
+    secret = webhook.secret()
+    if secret is None:
+        return sending.Outcome(None, "The signing secret cannot be unsealed.")
+    try:
+        target = addresses.resolve(
+            webhook.url, allow_private=usergroups_settings.WEBHOOK_ALLOW_PRIVATE
+        )
+    except addresses.RefusedURL as exc:
+        return sending.Outcome(None, f"Refused: {exc}")
+    body = payload(delivery)
+    headers = signing.headers(secret, delivery.delivery_id, int(time.time()), body)
+    timeout = float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS)
+    return sending.post(target, body, headers, timeout)
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """What :func:`attempt` did: ``outcome`` None when the delivery was not due (sent,
+    given up, or held by another worker); ``retry_at`` when it is to be tried again."""
+
+    outcome: sending.Outcome | None
+    retry_at: datetime | None = None
+
+
+def attempt(delivery_id: str) -> Attempted:
+    """Send a due delivery once and record how it went: delivered; pending with the next
+    attempt's time; or failed, after WEBHOOK_MAX_ATTEMPTS (the webhook is disabled after
+    WEBHOOK_DISABLE_AFTER_FAILURES failed deliveries in a row)."""
+    now = timezone.now()
+    if not claim(delivery_id, now):
+        return Attempted(None)
+    delivery = (
+        WebhookDelivery.objects.select_related("webhook", "event")
+        .filter(delivery_id=delivery_id)
+        .first()
+    )
+    if delivery is None:  # its webhook was deleted meanwhile
+        return Attempted(None)
+    outcome = _send(delivery)
+    state = {
+        "last_status_code": outcome.status,
+        "last_response": outcome.excerpt,
+        "last_attempt_at": now,
+    }
+    pending = WebhookDelivery.objects.filter(pk=delivery.pk, status=WebhookDelivery.PENDING)
+    webhook = delivery.webhook
+    if outcome.delivered:
+        with _atomic():
+            pending.update(status=WebhookDelivery.DELIVERED, **state)
+            Webhook.objects.filter(pk=webhook.pk, consecutive_failures__gt=0).update(
+                consecutive_failures=0
+            )
+        return Attempted(outcome)
+    if delivery.attempts < usergroups_settings.WEBHOOK_MAX_ATTEMPTS and not webhook.disabled:
+        retry_at = timezone.now() + backoff(delivery.attempts)
+        with _atomic():
+            pending.update(next_attempt_at=retry_at, **state)
+        return Attempted(outcome, retry_at)
+    with _atomic():
+        pending.update(status=WebhookDelivery.FAILED, **state)
+        Webhook.objects.filter(pk=webhook.pk).update(
+            consecutive_failures=F("consecutive_failures") + 1
+        )
+        failures = Webhook.objects.values_list("consecutive_failures", flat=True).get(pk=webhook.pk)
+    logger.warning("Webhook delivery %s failed after %s attempt(s)", delivery_id, delivery.attempts)
+    limit = usergroups_settings.WEBHOOK_DISABLE_AFTER_FAILURES
+    if failures >= limit and not webhook.disabled:
+        disable_webhook(webhook, f"{failures} deliveries failed in a row")
+    return Attempted(outcome)
+
+
+def due_delivery_ids(limit: int = 1000) -> list[str]:
+    """Pending deliveries overdue by a lease (WEBHOOK_LEASE_SECONDS): their task lost, or
+    their worker killed mid-send and its lease over. A retry whose task is queued runs
+    when due, so it is not taken again meanwhile. Oldest first, for the sweeper."""
+    lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
+    return list(
+        WebhookDelivery.objects.filter(
+            status=WebhookDelivery.PENDING, next_attempt_at__lte=timezone.now() - lease
+        )
+        .order_by("next_attempt_at")
+        .values_list("delivery_id", flat=True)[:limit]
+    )
+
+
+def redeliver(pks: Iterable[int]) -> int:
+    """Send these deliveries again from their first attempt (the admin's action), with
+    the same ``webhook-id``: how many."""
+    now = timezone.now()
+    with _atomic():
+        chosen = WebhookDelivery.objects.filter(pk__in=list(pks))
+        ids = list(chosen.values_list("delivery_id", flat=True))
+        chosen.update(status=WebhookDelivery.PENDING, attempts=0, next_attempt_at=now)
+        announce_on_commit(ids)
+    return len(ids)

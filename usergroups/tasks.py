@@ -1,0 +1,67 @@
+"""Webhook delivery through Django's Tasks framework: ``django.tasks`` on Django 6, the
+``django-tasks`` backport on 5.2 (this is the one place that knows which).
+
+A task sends one delivery once (:func:`usergroups.services.webhooks.attempt`) and, when
+it is to be retried, enqueues itself for the time the backoff gives. A backend that
+cannot defer (``ImmediateBackend``) leaves the retry to the sweeper
+(``manage.py sweep_webhooks``), which also enqueues deliveries whose task was lost.
+The backend is ``USERGROUPS["WEBHOOK_TASK_BACKEND"]`` of ``TASKS``.
+"""
+
+from datetime import datetime
+from typing import Any
+
+from django.dispatch import receiver
+
+try:
+    from django.tasks import task
+except ImportError:  # Django 5.2: the backport
+    from django_tasks import task  # type: ignore[no-redef]
+
+from usergroups import audit_context
+from usergroups.conf import usergroups_settings
+from usergroups.logs import get_logger
+from usergroups.services import webhooks
+from usergroups.signals import webhook_deliveries_due
+
+logger = get_logger(__name__)
+
+#: The actor of what a delivery changes (a webhook disabled after failing).
+WORKER = audit_context.system("webhook_delivery")
+
+
+@task()
+def deliver_webhook(delivery_id: str) -> None:
+    """Send one delivery, and enqueue its retry if it needs one."""
+    with audit_context.acting(WORKER):
+        attempted = webhooks.attempt(delivery_id)
+    if attempted.retry_at is not None:
+        enqueue(delivery_id, run_after=attempted.retry_at)
+
+
+def enqueue(delivery_id: str, run_after: datetime | None = None) -> bool:
+    """Enqueue the delivery's task (at ``run_after``); False when the backend cannot
+    defer it, which leaves it to the sweeper."""
+    deliver = deliver_webhook.using(backend=usergroups_settings.WEBHOOK_TASK_BACKEND)
+    if run_after is not None:
+        if not deliver.get_backend().supports_defer:
+            return False
+        deliver = deliver.using(run_after=run_after)
+    deliver.enqueue(delivery_id)
+    return True
+
+
+@receiver(webhook_deliveries_due)
+def enqueue_due(sender: Any, delivery_ids: list[str], **kwargs: Any) -> None:
+    for delivery_id in delivery_ids:
+        enqueue(delivery_id)
+
+
+def sweep(limit: int = 1000) -> int:
+    """Enqueue every pending delivery that is due: how many."""
+    due = webhooks.due_delivery_ids(limit)
+    for delivery_id in due:
+        enqueue(delivery_id)
+    if due:
+        logger.info("Enqueued %s due webhook delivery(ies) again", len(due))
+    return len(due)
