@@ -128,9 +128,10 @@ def ann(api_client, group):
 def test_a_mint_with_an_unchanged_end_user_writes_nothing(
     api_client, recently_used_key, ann, django_assert_num_queries
 ):
-    # The key, the group (with its workspace's generation), the end user: three reads;
-    # the one write is the mint's audit event (CONTRACT section 8), none to the person.
-    with django_assert_num_queries(4) as queries:
+    # The key, the group (with its workspace's generation), the end user, the webhooks
+    # its event goes to: four reads; the one write is the mint's audit event (CONTRACT
+    # section 8), none to the person.
+    with django_assert_num_queries(5) as queries:
         assert mint(api_client, ann).status_code == 200
     writes = statements(queries.captured_queries, WRITES)
     assert len(writes) == 1 and AuditEvent._meta.db_table in writes[0], writes
