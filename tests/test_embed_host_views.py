@@ -139,6 +139,8 @@ def test_the_deploy_check_warns_while_origin_is_not_required(settings):
     assert check_embed_require_origin(None) == []
 
 
+# The model checks read the database's features (a JSONField on SQLite).
+@pytest.mark.django_db
 def test_the_warning_is_for_check_deploy_only(settings):
     settings.USERGROUPS = {}
     call_command("check", fail_level="WARNING")  # no W003 without --deploy
@@ -146,6 +148,8 @@ def test_the_warning_is_for_check_deploy_only(settings):
         call_command("check", deploy=True, fail_level="WARNING", tags=["security"])
 
 
+# The model checks read the database's features (a JSONField on SQLite).
+@pytest.mark.django_db
 def test_a_non_bool_setting_is_an_error(settings):
     settings.USERGROUPS = {"EMBED_REQUIRE_ORIGIN": "yes"}
     with pytest.raises(SystemCheckError, match="usergroups.E009"):

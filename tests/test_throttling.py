@@ -94,7 +94,9 @@ def test_concurrent_requests_never_pass_more_than_the_rate(api_key):
     request.auth = api_key
     with override_settings(
         CACHES={**LOCMEM, "shared": shared},
-        USERGROUPS={"THROTTLE_RATE": "20/minute", "THROTTLE_CACHE": "shared"},
+        # A day's window: a minute's could end mid-run on a loaded machine, and the next
+        # window rightly lets 20 more through (seen: 25 on tox newest).
+        USERGROUPS={"THROTTLE_RATE": "20/day", "THROTTLE_CACHE": "shared"},
     ):
         try:
             allowed = run_together(
