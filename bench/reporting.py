@@ -53,7 +53,7 @@ def ratio_table(results: Results, backends: list[str]) -> str:
             lines.append(
                 f"| {ratio.name} | " + " | ".join(texts) + f" | {target_text(ratio, backends)} |"
             )
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 2 else ""  # none with --only webhooks
 
 
 def runs_table(results: Results, backends: list[str]) -> str:
@@ -70,7 +70,7 @@ def runs_table(results: Results, backends: list[str]) -> str:
             cells = [NAMES[backend], LABELS[run.key], run.label, f"{rps:,.0f}"]
             cells += [f"{p50 / 1000:.2f}", f"{p99 / 1000:.2f}", str(rounds)]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def webhook_table(results: Results, backends: list[str]) -> str:
