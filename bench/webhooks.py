@@ -16,14 +16,14 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from standardwebhooks import Webhook as Verifier
 
 from bench import OUT, log
 from bench.workload import MINT_BODY
 from tests.support import ROOT
-from tests.support.webhook_receiver import Receiver, running_receiver
+from tests.support.webhook_receiver import Received, Receiver, running_receiver
 
 if TYPE_CHECKING:
     from bench.driving import Server
@@ -65,19 +65,19 @@ def mint(server: "Server") -> None:
     server.call("POST", MINT, "api_key", MINT_BODY)
 
 
-def delivered(receiver: Receiver, since: int, events: int, timeout: float) -> list[Any]:
+def delivered(receiver: Receiver, since: int, events: int, timeout: float) -> list[Received]:
     """The requests received after the first ``since``, once ``events`` distinct events
     are among them (or ``timeout`` seconds have passed)."""
     deadline = time.monotonic() + timeout
     while True:
         got = receiver.answered()[since:]
-        ids = {json.loads(r.body)["data"]["id"] for r in got}
-        if len(ids) >= events or time.monotonic() > deadline:
+        # One webhook: one webhook-id (a delivery) per event, the same on its copies.
+        if len({r.headers["webhook-id"] for r in got}) >= events or time.monotonic() > deadline:
             return got
         time.sleep(0.05)
 
 
-def figures(got: list[Any], made: int, made_seconds: float, secret: str) -> dict[str, float]:
+def figures(got: list[Received], made: int, made_seconds: float, secret: str) -> dict[str, float]:
     """Throughput and lag of the requests ``got`` for ``made`` events, each verified."""
     verifier = Verifier(secret)
     first: dict[str, tuple[float, float]] = {}  # event id -> (first arrival, its at)
@@ -87,6 +87,8 @@ def figures(got: list[Any], made: int, made_seconds: float, secret: str) -> dict
         if event["id"] not in first or request.at < first[event["id"]][0]:
             at = datetime.datetime.fromisoformat(event["at"]).timestamp()
             first[event["id"]] = (request.at, at)
+    if not first:
+        raise RuntimeError("no event delivered; see bench/out/worker-*.log")
     arrivals = [arrived for arrived, _at in first.values()]
     lags = sorted((arrived - at) * 1000 for arrived, at in first.values())
     percentiles = statistics.quantiles(lags, n=100, method="inclusive") if len(lags) > 1 else lags
