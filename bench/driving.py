@@ -12,7 +12,8 @@ from typing import Any
 from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
-from bench.scenarios import LABELS, Results, Run, runs_for
+from bench.scenarios import LABELS, WEBHOOKS, Results, Run, runs_for
+from bench.webhooks import measure_webhooks
 from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END_USER
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import exchange
@@ -140,7 +141,8 @@ def measure_backend(
     backend: str, secrets: dict[str, str], args: argparse.Namespace, results: Results
 ) -> None:
     """Warm-up, ``--profile``, then ``--rounds`` rounds of every run, in turns (the order
-    reversed every other round)."""
+    reversed every other round), then the webhook step (its webhook would add to the
+    mints of the rounds)."""
     runs = runs_for(args.only)
     with Server(backend, secrets, args) as server:
         server.check_like_with_like()
@@ -170,3 +172,5 @@ def measure_backend(
                     f"{result['p50_us'] / 1000:6.2f} ms  p99 {result['p99_us'] / 1000:6.2f} ms"
                     + (f"  ERRORS {result['errors']}" if result["errors"] else "")
                 )
+        if not args.only or WEBHOOKS in args.only:
+            measure_webhooks(server, args, results)

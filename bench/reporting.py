@@ -53,7 +53,7 @@ def ratio_table(results: Results, backends: list[str]) -> str:
             lines.append(
                 f"| {ratio.name} | " + " | ".join(texts) + f" | {target_text(ratio, backends)} |"
             )
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 2 else ""  # none with --only webhooks
 
 
 def runs_table(results: Results, backends: list[str]) -> str:
@@ -70,7 +70,26 @@ def runs_table(results: Results, backends: list[str]) -> str:
             cells = [NAMES[backend], LABELS[run.key], run.label, f"{rps:,.0f}"]
             cells += [f"{p50 / 1000:.2f}", f"{p99 / 1000:.2f}", str(rounds)]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def webhook_table(results: Results, backends: list[str]) -> str:
+    """The webhook step's runs (bench/webhooks.py); empty if it did not run."""
+    head = ["database", "webhook run", "events", "made/s", "delivered/s", "lag p50 ms"]
+    lines = ["| " + " | ".join([*head, "lag p99 ms"]) + " |", "|" + "---|" * (len(head) + 1)]
+    for backend in backends:
+        for kind in ("burst", "steady"):
+            if (got := results.webhooks.get((backend, kind))) is None:
+                continue
+            if kind == "burst":
+                label = f"burst, {got['clients']:.0f} clients"
+            else:
+                label = f"steady, {got['rate']:.0f} mints/s"
+            cells = [NAMES[backend], label, f"{got['delivered']:,.0f} of {got['events']:,.0f}"]
+            cells += [f"{got[k]:,.0f}" for k in ("made_per_s", "per_s")]
+            cells += [f"{got[k]:,.1f}" for k in ("p50_ms", "p99_ms")]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def against_v02(results: Results, backends: list[str]) -> list[str]:
@@ -95,6 +114,7 @@ def against_v02(results: Results, backends: list[str]) -> list[str]:
 def summary(results: Results, backends: list[str]) -> str:
     """What a run prints: the ratios, the runs, create and rotation against 0.2."""
     parts = [ratio_table(results, backends), runs_table(results, backends)]
+    parts.append(webhook_table(results, backends))
     parts.append("\n".join(against_v02(results, backends) + results.notes))
     return "\n\n".join(part for part in parts if part)
 
@@ -128,6 +148,8 @@ def write_results(
         runs_table(results, backends),
         "",
     ]
+    if webhooks := webhook_table(results, backends):
+        lines += [webhooks, ""]
     lines += [f"- {line}" for line in against_v02(results, backends) + results.notes]
     lines += ["", MARK_END]
     path = BENCH / "RESULTS.md"

@@ -18,12 +18,14 @@ from bench import OUT, log
 from bench.datasets import pg_available, prepare
 from bench.driving import measure_backend
 from bench.reporting import summary, write_results
-from bench.scenarios import RUNS, Results
+from bench.scenarios import RUNS, WEBHOOKS, Results
+
+SCENARIOS = frozenset({run.key for run in RUNS})
 
 
-def keys(text: str) -> frozenset[str]:
+def keys(text: str, known: frozenset[str] = SCENARIOS) -> frozenset[str]:
     chosen = frozenset(filter(None, text.split(",")))
-    if unknown := chosen - {run.key for run in RUNS}:
+    if unknown := chosen - known:
         raise argparse.ArgumentTypeError(f"no scenario {', '.join(sorted(unknown))}")
     return chosen
 
@@ -48,10 +50,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        type=keys,
+        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS}),
         default=frozenset(),
-        help="scenarios (get, verify, mint, create, rotate), e.g. get,verify: an A/B "
-        "check of those alone; writes nothing",
+        help="scenarios (get, verify, mint, create, rotate, webhooks), e.g. get,verify: an "
+        "A/B check of those alone; writes nothing",
     )
     parser.add_argument(
         "--profile",
@@ -59,15 +61,23 @@ def main() -> None:
         default=frozenset(),
         help="scenarios whose app run py-spy samples before the rounds (bench/out/profile-*)",
     )
+    parser.add_argument(
+        "--webhook-events",
+        type=int,
+        default=1000,
+        help="mints in the webhook burst; the steady run makes half as many",
+    )
     parser.add_argument("--no-write", action="store_true", help="leave RESULTS.md alone")
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="does every step run? 1 round of 1 s runs, 50 groups; writes nothing",
+        help="does every step run? 1 round of 1 s runs, 50 groups, 100 webhook events; "
+        "writes nothing",
     )
     args = parser.parse_args()
     if args.smoke:
         args.rounds, args.duration, args.groups, args.no_write = 1, 1, 50, True
+        args.webhook_events = 100
     args.no_write = args.no_write or bool(args.only)
     args.raw = shlex.join(sys.argv[1:])
     if not shutil.which("wrk"):

@@ -62,6 +62,8 @@ LABELS = {
     "create": "create (a new group each request)",
     "rotate": "rotation chain, 1 connection",
 }
+# Not a wrk run: bench/webhooks.py, after the rounds.
+WEBHOOKS = "webhooks"
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,8 @@ def runs_for(only: frozenset[str] = frozenset()) -> list[Run]:
 class Results:
     # (backend, scenario, impl) -> one wrk result per round
     runs: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    # (backend, "burst" or "steady") -> bench/webhooks.py's figures
+    webhooks: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def add(self, backend: str, run: Run, result: dict[str, Any]) -> None:

@@ -3,7 +3,9 @@
 Django's ``startproject`` defaults (apps, middleware, templates), DRF with the peers the
 app is compared with (``rest_framework.authtoken``, ``knox``, ``rest_framework_simplejwt``),
 and persistent connections with ``CONN_HEALTH_CHECKS``, so that only the view and its
-authentication differ between rows. Read from the environment bench/datasets.py gives
+authentication differ between rows. Webhooks as the example project delivers them: the
+database task backend (django-tasks-db; ``manage.py db_worker``), and loopback receivers
+allowed (the bench's own). Read from the environment bench/datasets.py gives
 each server: ``DATABASE_URL``, ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``,
 ``BENCH_PG_SCHEMA`` (PostgreSQL: the schema of the run) and ``DATABASE_PREPARE_THRESHOLD``
 (PostgreSQL: psycopg's server-side binding and prepared statements, for the whole site).
@@ -31,6 +33,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "knox",
+    "django_tasks_db",
     "usergroups",
 ]
 
@@ -104,6 +107,10 @@ SIMPLE_JWT = {
     "USER_ID_CLAIM": "sub",
     "ACCESS_TOKEN_LIFETIME": timedelta(minutes=15),
 }
+
+# The example project's task backend; the bench's receiver is on loopback.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+USERGROUPS = {"WEBHOOK_ALLOW_PRIVATE": True}
 
 # knox as shipped: hashed tokens with a lifetime, looked up in the database on each request.
 REST_KNOX = {"TOKEN_TTL": timedelta(hours=10)}
