@@ -5,12 +5,15 @@ is never needed). Every page visited is saved under ``artifacts/screenshots/``.
 """
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from example_project.dashboards.demo import seed_demo_groups
 from example_project.dashboards.sources import ensure_sample_data
+from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, database_url, server_env
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from tests.support.services import CHROMIUM
 
@@ -132,3 +135,26 @@ def watched(page):
 
     page.on("console", console)
     return seen
+
+
+@pytest.fixture
+def task_worker(transactional_db, settings, tmp_path):
+    """``manage.py db_worker`` (django-tasks-db) in a process of its own, beside the live
+    server and on its test database, as ``make demo`` runs it: it delivers the webhooks of
+    what the test commits, with the small webhook settings of the live tests. Stopped
+    before the test's database is flushed; its output is ``tmp_path/worker.log``."""
+    settings.USERGROUPS = {**settings.USERGROUPS, "WEBHOOK_ALLOW_PRIVATE": True}
+    env = server_env(
+        database_url(connection.settings_dict),
+        DJANGO_SECRET_KEY=settings.SECRET_KEY,  # it opens the webhook secrets sealed here
+        **FAST_WEBHOOKS,
+    )
+    worker = ManageProcess(
+        env, tmp_path / "worker.log", "db_worker", "--interval", "0.05", "--no-startup-delay",
+        "--no-reload", "--verbosity", "0",
+    )  # fmt: skip
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.kill(signal.SIGTERM)
