@@ -67,7 +67,10 @@
     // Signed out: the page says so; the open dashboard finds out at its next request.
     document.getElementById("viewer").hidden = true;
     document.getElementById("signed-out-notice").hidden = false;
-    document.body.dataset.signedOut = "true";
+    for (const person of document.querySelectorAll(".person.active")) {
+      person.classList.remove("active");
+      person.removeAttribute("aria-current");
+    }
   }
 
   document.addEventListener("submit", (event) => {
