@@ -31,7 +31,13 @@ def test_an_active_token_is_described(api_client, workspace):
         "user_group": {"team_id": group.pk, "name": group.name, "provided_id": group.provided_id},
         "resource": "sales",
         "origin": "https://shop.example",
+        "end_user_id": None,
         "variables": {"tier": 1, "region": "US", "a": 1},
+        "variable_sources": {
+            "tier": f"user_group:{parent.provided_id}",
+            "region": "params",
+            "a": f"user_group:{group.provided_id}",
+        },
     }
     assert expires_at == tokens.timestamp_text(tokens.verify(token).raw["exp"])
 

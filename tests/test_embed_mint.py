@@ -40,7 +40,10 @@ def test_mint_answers_the_contract_shape(api_client, group):
     header = jwt.get_unverified_header(token)
     assert header["alg"] == "EdDSA" and header["kid"] == keys.signing_key().kid
     claims = claims_of(token)
-    assert set(claims) == {"iss", "aud", "sub", "iat", "exp", "jti", "user_group_id", "gen"}
+    assert set(claims) == {
+        *("iss", "aud", "sub", "iat", "exp", "jti", "user_group_id", "gen"),
+        *("wid", "wgen", "bnd", "key"),  # what else it is bound to (CONTRACT 6a)
+    }
     assert claims["aud"] == "usergroups-embed" and claims["iss"] == "usergroups"
     assert claims["sub"] == str(group.pk) and claims["user_group_id"] == group.provided_id
     assert claims["exp"] - claims["iat"] == 900 and before <= claims["iat"] <= time.time()

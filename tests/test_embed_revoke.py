@@ -40,6 +40,7 @@ def test_revoke_answers_the_group_and_stops_its_tokens(api_client, group, token)
     assert response.status_code == 200
     assert response.json() == {
         "success": 1,
+        "revoked": "user_group",
         "user_group": {"team_id": group.pk, "name": group.name, "provided_id": group.provided_id},
     }
     assert_revoked(token)
@@ -79,7 +80,7 @@ def test_unknown_group_is_404(api_client, other_api_client, group, token):
 
 
 @pytest.mark.parametrize(
-    "body", [{}, {"user_group_id": 1}, {"user_group_id": ""}, {"user_group_id": None}]
+    "body", [{"user_group_id": 1}, {"user_group_id": ""}, {"user_group_id": None}]
 )
 def test_bad_input_is_invalid(api_client, group, token, body):
     assert_error(revoke(api_client, body), 400, "invalid", fields=["user_group_id"])

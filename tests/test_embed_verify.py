@@ -152,6 +152,9 @@ def good_claims(group, **changes):
         "jti": "j",
         "user_group_id": group.provided_id,
         "gen": 0,
+        "wid": group.workspace_id,
+        "wgen": 0,
+        "bnd": group.embed_binding,
     }
     claims.update(changes)
     return {name: value for name, value in claims.items() if value is not None}
@@ -179,6 +182,15 @@ def test_server_signed_claims_pass(group):
         {"sub": 1},
         {"gen": "0"},
         {"gen": True},
+        {"wid": None},
+        {"wgen": None},
+        {"bnd": None},
+        {"wid": "1"},
+        {"wgen": 0.0},
+        {"bnd": 1},
+        {"key": 1},
+        {"end_user_id": 1},
+        {"end_user_id": "u"},  # without its binding and generation
         {"params": ["a"]},
         {"resource": 3},
         {"iat": int(time.time()) + 3600, "exp": int(time.time()) + 7200},

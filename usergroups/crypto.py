@@ -57,6 +57,17 @@ def looks_like_group_token(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and _TOKEN_SHAPE.fullmatch(value) is not None
 
 
+#: Bytes of an embed binding: what tells one incarnation of a group or an end user from
+#: another that took its id (a restore, a sequence reset, a re-created person).
+BINDING_BYTES = 12
+
+
+def new_binding() -> str:
+    """A random value fixed when a group or an end user is created; embed tokens carry
+    it and verification compares it. Not a secret: it only has to differ."""
+    return secrets.token_urlsafe(BINDING_BYTES)
+
+
 def new_api_key() -> str:
     return KEY_PREFIX + _b64(secrets.token_bytes(RANDOM_BYTES))
 

@@ -20,6 +20,10 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Embed tokens carry the generation of their workspace as minted; revoking them all
+    # ({"all": true}) advances it in one UPDATE (see services.embed).
+    embed_generation = models.IntegerField(default=0, editable=False)
+    embed_tokens_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["slug"]
@@ -132,6 +136,9 @@ class UserGroup(models.Model):
     # no list of revoked ids, and every process sees it at its next verification.
     embed_generation = models.IntegerField(default=0, editable=False)
     embed_tokens_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Fixed at creation and carried by embed tokens: a group that later takes this one's
+    # team_id (a sequence reset, a restore) never verifies this one's tokens.
+    embed_binding = ExactCharField(max_length=32, default=crypto.new_binding, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
@@ -194,10 +201,14 @@ class EndUser(models.Model):
     disabled = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now, editable=False)
-    # Embed tokens naming this person minted before this moment are refused. Set by
-    # disabling and by "revoke this person's tokens"; a token minted before
-    # ``created_at`` belongs to a deleted person of the same id.
+    # When this person's tokens were last revoked (shown in the admin). What refuses
+    # them is ``embed_generation``: tokens carry it as minted, and revoking the person's
+    # tokens (the API, the admin, an exclusive mint) advances it in one UPDATE.
     tokens_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    embed_generation = models.IntegerField(default=0, editable=False)
+    # As UserGroup.embed_binding: a person deleted and created again under the same id
+    # never verifies the tokens of the one before.
+    embed_binding = ExactCharField(max_length=32, default=crypto.new_binding, editable=False)
 
     class Meta:
         verbose_name = "end user"
@@ -212,3 +223,26 @@ class EndUser(models.Model):
         if self.display_name and self.display_name != self.end_user_id:
             return f"{self.display_name} ({self.end_user_id})"
         return self.end_user_id
+
+
+class RevokedEmbedToken(models.Model):
+    """One embed token revoked by itself (``{"embed_token": ...}``), named by its ``jti``.
+
+    Kept only until the token expires: revoking one deletes the rows of tokens that
+    have expired, and ``manage.py prune_revoked_embed_tokens`` does it for a site that
+    revokes rarely. Written by :mod:`usergroups.services.embed`.
+    """
+
+    jti = ExactCharField(max_length=64, unique=True, editable=False)
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="revoked_embed_tokens"
+    )
+    expires_at = models.DateTimeField(db_index=True, editable=False)
+    revoked_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        verbose_name = "revoked embed token"
+        ordering = ["-revoked_at"]
+
+    def __str__(self) -> str:
+        return self.jti

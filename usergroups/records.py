@@ -11,7 +11,10 @@ reading it never costs a query:
 - ``parent_id`` (the stored column) and ``parent_user_group_id`` (the parent's
   ``provided_id``), and ``computed_properties`` / ``computed_mapping``: the ancestors'
   properties and mappings merged from the root down, then the group's own (a top-level
-  key of a deeper group wins; ``None`` properties add nothing). A child's record is
+  key of a deeper group wins; ``None`` properties add nothing), and
+  ``computed_property_sources``: for each top-level key of ``computed_properties``, the
+  ``provided_id`` of the group (this one or an ancestor) whose value it holds, found in
+  the same merge. A child's record is
   built with its :data:`Ancestor` chain, read in the same query as the group
   (:mod:`usergroups.services.lineage`).
 - ``token``: unsealed from the sealed column it carries, at each access (microseconds,
@@ -76,6 +79,8 @@ class GroupRecord:
     parent_user_group_id: str | None
     computed_properties: dict[str, Any]
     computed_mapping: dict[str, str]
+    #: Top-level key of ``computed_properties`` -> ``provided_id`` of the group that set it.
+    computed_property_sources: dict[str, str]
 
     @property
     def token(self) -> str | None:
@@ -99,10 +104,15 @@ class GroupRecord:
             raise ValueError("A record of a child group needs its ancestors, and only it.")
         computed_properties: dict[str, Any] = {}
         computed_mapping: dict[str, str] = {}
+        sources: dict[str, str] = {}
+        levels = [*((a.provided_id, a.properties) for a in ancestors)]
+        levels.append((fields["provided_id"], fields["properties"]))
+        for provided_id, properties in levels:
+            for key, value in (properties or {}).items():
+                computed_properties[key] = value
+                sources[key] = provided_id
         for ancestor in ancestors:
-            computed_properties.update(ancestor.properties or {})
             computed_mapping.update(ancestor.mapping)
-        computed_properties.update(fields["properties"] or {})
         computed_mapping.update(own_mapping)
         return cls(
             **fields,
@@ -110,6 +120,7 @@ class GroupRecord:
             parent_user_group_id=ancestors[-1].provided_id if ancestors else None,
             computed_properties=computed_properties,
             computed_mapping=dict(sorted(computed_mapping.items())),
+            computed_property_sources=sources,
         )
 
     @classmethod

@@ -12,6 +12,8 @@ from rest_framework import serializers
 
 from usergroups.api.serializers import (
     NamedGroupSerializer,
+    PropertiesField,
+    StrictBooleanField,
     StrictCharField,
     TokenRequestSerializer,
 )
@@ -19,6 +21,7 @@ from usergroups.conf import usergroups_settings
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import MAX_ORIGIN_LENGTH, normalize_origin
 from usergroups.embed.tokens import timestamp_text
+from usergroups.services.embed import EndUserSpec
 from usergroups.validators import validate_properties
 
 if TYPE_CHECKING:
@@ -66,18 +69,44 @@ class ParamsField(serializers.Field):
             raise serializers.ValidationError(exc.messages) from None
 
 
+class MintEndUserSerializer(serializers.Serializer):
+    """The mint's ``end_user``: the rules of ``end_user_id`` and of an end user's fields
+    (``PUT /api/user/end-user``)."""
+
+    id = StrictCharField()
+    display_name = StrictCharField(required=False, allow_blank=True)
+    attributes = PropertiesField(required=False)
+
+
 class MintRequestSerializer(serializers.Serializer):
     user_group_id = StrictCharField()
     resource = StrictCharField(required=False)
     origin = OriginField(required=False)
     expires_in = ExpiresInField(required=False)
     params = ParamsField(required=False)
+    end_user = MintEndUserSerializer(required=False)
+    exclusive = StrictBooleanField(required=False, default=False)
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Read per request, as every setting is: override_settings applies at once.
         fields = super().get_fields()
         fields["origin"].required = usergroups_settings.EMBED_REQUIRE_ORIGIN
         return fields
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("exclusive") and "end_user" not in attrs:
+            raise serializers.ValidationError(
+                {"exclusive": [_("An exclusive token needs an end_user.")]}
+            )
+        return attrs
+
+    def end_user_spec(self) -> EndUserSpec | None:
+        """The validated ``end_user`` as the mint service takes it."""
+        person = self.validated_data.get("end_user")
+        if person is None:
+            return None
+        changes = {name: person[name] for name in ("display_name", "attributes") if name in person}
+        return EndUserSpec(person["id"], changes)
 
 
 class EmbedTokenField(serializers.Field):
@@ -96,8 +125,51 @@ class EmbedTokenRequestSerializer(TokenRequestSerializer):
     embed_token = EmbedTokenField()
 
 
+class TrueField(StrictBooleanField):
+    """``true`` only: a flag that names an axis."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if data is not True:
+            raise serializers.ValidationError(_("Must be true."))
+        return True
+
+
+#: The axes of a revocation, each named by its field (CONTRACT section 7).
+REVOCATION_AXES = {
+    "user_group_id": "user_group",
+    "end_user_id": "end_user",
+    "embed_token": "embed_token",
+    "all": "all",
+}
+
+
 class RevokeRequestSerializer(serializers.Serializer):
-    user_group_id = StrictCharField()
+    """Exactly one axis: a group (``subtree``: and its descendants), an end user, one
+    token, or the whole workspace."""
+
+    user_group_id = StrictCharField(required=False)
+    subtree = StrictBooleanField(required=False)
+    end_user_id = StrictCharField(required=False)
+    embed_token = EmbedTokenField(required=False)
+    all = TrueField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = [name for name in REVOCATION_AXES if name in attrs]
+        if len(given) != 1:
+            message = _("Give exactly one of user_group_id, end_user_id, embed_token and all.")
+            raise serializers.ValidationError(
+                {name: [message] for name in given or REVOCATION_AXES}
+            )
+        if "subtree" in attrs and "user_group_id" not in attrs:
+            raise serializers.ValidationError({"subtree": [_("Goes with user_group_id only.")]})
+        return attrs
+
+    @property
+    def axis(self) -> str:
+        """The axis asked for: a value of :data:`REVOCATION_AXES`."""
+        return next(
+            REVOCATION_AXES[name] for name in REVOCATION_AXES if name in self.validated_data
+        )
 
 
 def minted_answer(minted: "MintedToken") -> dict[str, Any]:
@@ -120,5 +192,7 @@ def active_answer(grant: EmbedGrant) -> dict[str, Any]:
         "resource": grant.resource,
         "origin": grant.origin,
         "expires_at": timestamp_text(int(grant.expires_at.timestamp())),
+        "end_user_id": grant.end_user_id,
         "variables": grant.variables,
+        "variable_sources": grant.variable_sources,
     }

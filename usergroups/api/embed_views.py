@@ -5,7 +5,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,15 +18,21 @@ from usergroups.api.embed_serializers import (
     active_answer,
     minted_answer,
 )
+from usergroups.api.end_user_views import NOT_FOUND as NO_END_USER
 from usergroups.api.serializers import NamedGroupSerializer
-from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.api.views import WorkspaceAPIView, request_key, workspace_id
 from usergroups.embed import keys, tokens
-from usergroups.services import embed
+from usergroups.services import embed, end_users
 
 #: How long a cache may keep the JWK Set. A new key (a secret rotation) shows within
 #: this time; tokens it signs are unknown to a verifier that cached the old set until then.
 JWKS_MAX_AGE = 300
 _NO_GROUP = _("No user group of this workspace has this id.")
+
+
+class EndUserDisabled(PermissionDenied):
+    default_detail = _("This end user is disabled: no embed token is minted for them.")
+    default_code = "end_user_disabled"
 
 
 class EmbedScopeView(WorkspaceAPIView):
@@ -43,21 +49,40 @@ class EmbedTokenView(EmbedScopeView):
     def post(self, request: Request) -> Response:
         serializer = MintRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data, api_key = serializer.validated_data, request_key(request)
         try:
             minted = embed.mint_embed_token(
-                workspace_id(request),
+                api_key.workspace_id,
                 data["user_group_id"],
+                key_prefix=api_key.prefix,
+                may_replace_variables=api_key.has_scope(scopes.WRITE),
+                end_user=serializer.end_user_spec(),
+                exclusive=data["exclusive"],
                 expires_in=data.get("expires_in"),
                 resource=data.get("resource"),
                 origin=data.get("origin"),
                 params=data.get("params"),
             )
+        except embed.VariablesLocked as exc:
+            raise ValidationError(
+                {
+                    name: [
+                        _(
+                            "Sets %(keys)s, which the user group's lineage sets; only a key "
+                            "with the write scope may replace them."
+                        )
+                        % {"keys": ", ".join(keys)}
+                    ]
+                    for name, keys in exc.clashes.items()
+                }
+            ) from None
+        except end_users.EndUserDisabled:
+            raise EndUserDisabled() from None
         except tokens.TokenTooLarge:
             message = _("The embed token would be over %(limit)s bytes; send less.") % {
                 "limit": tokens.MAX_TOKEN_BYTES
             }
-            given = [name for name in ("params", "resource", "origin") if name in data]
+            given = [name for name in ("params", "resource", "origin", "end_user") if name in data]
             raise ValidationError({name: [message] for name in given}) from None
         if minted is None:
             raise NotFound(_NO_GROUP)
@@ -77,17 +102,32 @@ class EmbedTokenIntrospectView(EmbedScopeView):
 
 
 class EmbedTokenRevokeView(EmbedScopeView):
-    """POST: revoke every embed token minted so far for a group."""
+    """POST: revoke embed tokens on one axis: a group (and its subtree), an end user in
+    every group, one token, or the whole workspace."""
 
     def post(self, request: Request) -> Response:
         serializer = RevokeRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        group = embed.revoke_embed_tokens_of(
-            workspace_id(request), serializer.validated_data["user_group_id"]
-        )
-        if group is None:
-            raise NotFound(_NO_GROUP)
-        return Response({"success": 1, "user_group": NamedGroupSerializer(group).data})
+        data, axis, workspace = serializer.validated_data, serializer.axis, workspace_id(request)
+        answer: dict[str, Any] = {"success": 1, "revoked": axis}
+        if axis == "user_group":
+            group = embed.revoke_embed_tokens_of(
+                workspace, data["user_group_id"], subtree=data.get("subtree", False)
+            )
+            if group is None:
+                raise NotFound(_NO_GROUP)
+            answer["user_group"] = NamedGroupSerializer(group).data
+        elif axis == "end_user":
+            if end_users.revoke_tokens(workspace, data["end_user_id"]) is None:
+                raise NotFound(NO_END_USER)
+        elif axis == "embed_token":
+            if embed.revoke_embed_token(workspace, data["embed_token"]) is None:
+                raise ValidationError(
+                    {"embed_token": [_("Not a live embed token of this workspace.")]}
+                )
+        else:
+            embed.revoke_workspace_embed_tokens(workspace)
+        return Response(answer)
 
 
 class JWKSView(WorkspaceAPIView):

@@ -33,7 +33,7 @@ def group_variables(source: GroupRecord | EmbedGrant) -> dict[str, Any]:
     ``params`` laid over them when ``source`` is a grant (``request.auth`` of either
     authentication). Anything else raises TypeError: never an empty, unfiltered set."""
     if isinstance(source, EmbedGrant):
-        return source.variables
+        return dict(source.variables)
     if isinstance(source, GroupRecord):
         return dict(source.computed_properties)
     raise TypeError(f"No variables for a {type(source).__name__}; authenticate the request.")

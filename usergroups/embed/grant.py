@@ -1,28 +1,62 @@
 """What a verified embed token gives a view: ``request.auth`` under
 :class:`~usergroups.auth.embed.EmbedTokenAuthentication`."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from usergroups.embed.tokens import Claims
 from usergroups.records import GroupRecord
 
+#: Where a variable came from, besides ``"user_group:<provided_id>"``.
+FROM_END_USER = "end_user"
+FROM_PARAMS = "params"
+
+
+def group_source(provided_id: str) -> str:
+    return f"user_group:{provided_id}"
+
 
 @dataclass(frozen=True)
 class EmbedGrant:
     """A current group and the verified claims of the token that names it.
 
-    ``variables`` are what the dashboard may use: the group's computed properties with
-    the token's locked ``params`` laid over them (a top-level key of ``params`` wins).
+    ``variables`` are what the dashboard may use: the group's computed properties (its
+    lineage's, root first), then the token's end user's ``attributes`` over them, then
+    the token's locked ``params`` over both (a top-level key of a later layer replaces).
+    ``variable_sources`` says, for each top-level key, which layer gave it:
+    ``"user_group:<provided_id>"`` (the group or ancestor that set it), ``"end_user"`` or
+    ``"params"``. Both are computed once, when the grant is made.
     """
 
     group: GroupRecord
     claims: Claims
+    #: The end user's stored attributes, read in verification's one query (None: no end user).
+    end_user_attributes: dict[str, Any] | None = None
+    variables: dict[str, Any] = field(init=False, compare=False)
+    variable_sources: dict[str, str] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        variables = dict(self.group.computed_properties)
+        sources = {
+            key: group_source(provided_id)
+            for key, provided_id in self.group.computed_property_sources.items()
+        }
+        for origin, layer in (
+            (FROM_END_USER, self.end_user_attributes or {}),
+            (FROM_PARAMS, self.claims.params),
+        ):
+            for key, value in layer.items():
+                variables[key] = value
+                sources[key] = origin
+        # Frozen: the two are set once, here, as the dataclass's own __init__ would.
+        object.__setattr__(self, "variables", variables)
+        object.__setattr__(self, "variable_sources", sources)
 
     @property
-    def variables(self) -> dict[str, Any]:
-        return {**self.group.computed_properties, **self.claims.params}
+    def end_user_id(self) -> str | None:
+        """The person the token was minted for, or None."""
+        return self.claims.end_user_id
 
     @property
     def resource(self) -> str | None:

@@ -4,9 +4,9 @@ PyJWT signs and verifies (``jwt.encode`` and ``jwt.decode``: no JOSE of our own)
 Verification checks everything a token says about itself (shape, size, ``kid``,
 ``alg`` against the key's one algorithm, signature, ``exp``, ``iat``, ``aud``, ``iss``,
 the claims' types) before anything is read from the database: a forged, expired or
-malformed token costs no query. Whether the group still exists and the token's
-generation is still current is the caller's one query (:mod:`usergroups.services.embed`).
-Nothing is remembered between verifications.
+malformed token costs no query. Whether what the token is bound to still holds (its
+workspace, group, key, end user, their generations, the denylist) is the caller's one
+query (:mod:`usergroups.services.embed`). Nothing is remembered between verifications.
 """
 
 import json
@@ -27,10 +27,33 @@ from usergroups.embed import keys
 MAX_TOKEN_BYTES = 4096
 #: The private claim holding the group's embed generation (see UserGroup.embed_generation).
 GENERATION_CLAIM = "gen"
+#: What else a token is bound to, each checked at verification (CONTRACT 6a and 7): its
+#: workspace's id and generation, its group's binding, the prefix of the API key that
+#: minted it (absent when host code minted it in-process, without a key), and, for a
+#: person, their binding and generation. None is a secret.
+WORKSPACE_CLAIM = "wid"
+WORKSPACE_GENERATION_CLAIM = "wgen"
+BINDING_CLAIM = "bnd"
+KEY_CLAIM = "key"
+END_USER_CLAIM = "end_user_id"
+END_USER_BINDING_CLAIM = "ubnd"
+END_USER_GENERATION_CLAIM = "ugen"
 #: Clock difference allowed on ``iat`` and ``exp`` (PyJWT's ``leeway``): none, so a
 #: token is good for exactly its ``expires_in``.
 LEEWAY_SECONDS = 0
-_REQUIRED = ["iss", "aud", "sub", "iat", "exp", "jti", "user_group_id", GENERATION_CLAIM]
+_REQUIRED = [
+    "iss",
+    "aud",
+    "sub",
+    "iat",
+    "exp",
+    "jti",
+    "user_group_id",
+    GENERATION_CLAIM,
+    WORKSPACE_CLAIM,
+    WORKSPACE_GENERATION_CLAIM,
+    BINDING_CLAIM,
+]
 # Three base64url parts, the first two JSON objects ("eyJ" is base64 of '{"').
 _SHAPE = re.compile(r"eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+")
 
@@ -52,6 +75,27 @@ class TokenTooLarge(ValueError):
 
 
 @dataclass(frozen=True)
+class EndUserBinding:
+    """The person a token is minted for, as the token names them."""
+
+    end_user_id: str
+    binding: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What a token is bound to besides its group's id (see :data:`WORKSPACE_CLAIM`)."""
+
+    workspace_id: int
+    workspace_generation: int
+    group_binding: str
+    group_generation: int
+    key_prefix: str | None = None
+    end_user: EndUserBinding | None = None
+
+
+@dataclass(frozen=True)
 class Claims:
     """A verified token's claims: the registered ones typed, all of them in ``raw``."""
 
@@ -63,6 +107,12 @@ class Claims:
     origin: str | None
     params: dict[str, Any]
     raw: dict[str, Any]
+    jti: str
+    binding: Binding
+
+    @property
+    def end_user_id(self) -> str | None:
+        return None if self.binding.end_user is None else self.binding.end_user.end_user_id
 
 
 class _CompactUTF8(json.JSONEncoder):
@@ -83,7 +133,7 @@ def sign(
     *,
     team_id: int,
     user_group_id: str,
-    generation: int,
+    binding: Binding,
     issued_at: int,
     expires_in: int,
     resource: str | None = None,
@@ -99,8 +149,17 @@ def sign(
         "exp": issued_at + expires_in,
         "jti": secrets.token_urlsafe(16),
         "user_group_id": user_group_id,
-        GENERATION_CLAIM: generation,
+        GENERATION_CLAIM: binding.group_generation,
+        WORKSPACE_CLAIM: binding.workspace_id,
+        WORKSPACE_GENERATION_CLAIM: binding.workspace_generation,
+        BINDING_CLAIM: binding.group_binding,
     }
+    if binding.key_prefix is not None:
+        claims[KEY_CLAIM] = binding.key_prefix
+    if binding.end_user is not None:
+        claims[END_USER_CLAIM] = binding.end_user.end_user_id
+        claims[END_USER_BINDING_CLAIM] = binding.end_user.binding
+        claims[END_USER_GENERATION_CLAIM] = binding.end_user.generation
     optional = {"resource": resource, "origin": origin, "params": params}
     claims.update((name, value) for name, value in optional.items() if value is not None)
     key = keys.signing_key()
@@ -188,4 +247,41 @@ def _typed(raw: dict[str, Any]) -> Claims:
         origin=origin,
         params=params,
         raw=raw,
+        jti=raw["jti"],
+        binding=_binding(raw),
+    )
+
+
+def _binding(raw: dict[str, Any]) -> Binding:
+    """The token's :class:`Binding`; :class:`InvalidEmbedToken` if a claim is mistyped."""
+    person = None
+    if END_USER_CLAIM in raw:
+        end_user_id = raw[END_USER_CLAIM]
+        person_binding, person_generation = (
+            raw.get(END_USER_BINDING_CLAIM),
+            raw.get(END_USER_GENERATION_CLAIM),
+        )
+        if not (
+            isinstance(end_user_id, str)
+            and isinstance(person_binding, str)
+            and type(person_generation) is int
+        ):
+            raise InvalidEmbedToken("claims")
+        person = EndUserBinding(end_user_id, person_binding, person_generation)
+    workspace, workspace_generation = raw[WORKSPACE_CLAIM], raw[WORKSPACE_GENERATION_CLAIM]
+    group_binding, key_prefix = raw[BINDING_CLAIM], raw.get(KEY_CLAIM)
+    if not (
+        type(workspace) is int
+        and type(workspace_generation) is int
+        and isinstance(group_binding, str)
+        and isinstance(key_prefix, str | None)
+    ):
+        raise InvalidEmbedToken("claims")
+    return Binding(
+        workspace_id=workspace,
+        workspace_generation=workspace_generation,
+        group_binding=group_binding,
+        group_generation=raw[GENERATION_CLAIM],
+        key_prefix=key_prefix,
+        end_user=person,
     )

@@ -1,15 +1,24 @@
 """Embed tokens: minting, introspection, revocation, and the one query of verification.
 
-Revocation needs no list of revoked tokens: a token carries its group's
-``embed_generation`` as minted, and verification reads the group (one indexed query,
-which also finds it deleted) and refuses any other generation. Rotating the group's
-token and :func:`revoke_embed_tokens` advance it with one ``UPDATE ... + 1``, so every
-process refuses the older tokens at its next verification.
+A token is bound to everything that can revoke it, and verification checks them all in
+one indexed query (:func:`usergroups.services.lineage.find_token_group`):
 
-A mint racing a revocation never yields a token that outlives it: the mint reads the
-generation before it signs, so a revocation that commits after that read leaves the
-token's generation behind; one that commits before it is seen by the read, and the
-token, minted after the revocation, rightly works. Minting writes nothing.
+- its group: ``team_id``, workspace, ``user_group_id`` and the random
+  ``embed_binding`` fixed at the group's creation (an id handed out again never revives
+  a token), and the group's ``embed_generation`` as minted;
+- its workspace's ``embed_generation`` (``{"all": true}``);
+- the API key that minted it, by prefix: revoked or deleted, its tokens die;
+- its end user, if any: binding, ``embed_generation``, not disabled, not deleted;
+- the denylist of single revoked tokens (:class:`~usergroups.models.RevokedEmbedToken`),
+  kept only until each token expires.
+
+Revoking on an axis advances a generation with one ``UPDATE ... + 1`` (or adds one
+denylist row), so every process refuses the older tokens at its next verification; no
+process remembers a verdict. A mint racing a revocation never yields a token that
+outlives it: the mint reads the generations before it signs, so a revocation that
+commits after that read leaves the token's generations behind; one that commits before
+it is seen by the read, and the token, minted after the revocation, rightly works.
+A mint writes nothing, unless it creates or changes its end user or is exclusive.
 """
 
 import logging
@@ -26,9 +35,9 @@ from django.views.decorators.debug import sensitive_variables
 from usergroups.conf import usergroups_settings
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
-from usergroups.models import UserGroup
+from usergroups.models import RevokedEmbedToken, UserGroup, Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import lineage
+from usergroups.services import end_users, lineage
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
@@ -36,13 +45,15 @@ logger = logging.getLogger(__name__)
 
 
 class MintedGroup(NamedTuple):
-    """The group a token is minted for: its own row's names, not what it inherits (a
-    mint reads no more; verification reads the whole group on every use)."""
+    """The group a token is minted for: its own row's names and what its tokens carry,
+    not what it inherits (verification reads the whole group on every use)."""
 
     team_id: int
     provided_id: str
     name: str
     embed_generation: int
+    embed_binding: str
+    workspace_generation: int
 
 
 @dataclass(frozen=True)
@@ -53,14 +64,62 @@ class MintedToken:
     expires_in: int
     expires_at: datetime
     group: MintedGroup
+    end_user: end_users.EndUserRecord | None = None
+
+
+@dataclass(frozen=True)
+class EndUserSpec:
+    """The ``end_user`` of a mint: who, and the fields to set on them if they differ."""
+
+    end_user_id: str
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+class VariablesLocked(ValueError):
+    """``params`` or the end user's ``attributes`` of a mint would replace top-level keys
+    the group's lineage sets, and the minting key may not (it lacks ``write``).
+    ``clashes``: the mint's field (``"params"``, ``"end_user"``) -> the keys."""
+
+    def __init__(self, clashes: dict[str, list[str]]):
+        super().__init__(clashes)
+        self.clashes = clashes
+
+
+_MINTED_FIELDS = (
+    "team_id",
+    "provided_id",
+    "name",
+    "embed_generation",
+    "embed_binding",
+    "workspace__embed_generation",
+)
 
 
 def group_to_mint(workspace_id: int, provided_id: str) -> MintedGroup | None:
     """The workspace's group ``provided_id``, as a mint names it; None if there is none.
     One indexed read of the group's own row."""
     groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
-    rows = groups.order_by().values_list(*MintedGroup._fields)[:1]
+    rows = groups.order_by().values_list(*_MINTED_FIELDS)[:1]
     return next((MintedGroup(*row) for row in rows), None)
+
+
+def _check_locked(
+    group: MintedGroup, params: Mapping[str, Any] | None, end_user: EndUserSpec | None
+) -> None:
+    """:class:`VariablesLocked` if ``params`` or the end user's given ``attributes`` set
+    a top-level key the group's lineage sets (one read of the lineage)."""
+    attributes = end_user.changes.get("attributes") if end_user is not None else None
+    if not params and not attributes:
+        return
+    record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
+    locked = set(record.computed_properties) if record is not None else set()
+    clashes = {
+        name: sorted(locked & set(given))
+        for name, given in (("params", params or {}), ("end_user", attributes or {}))
+        if locked & set(given)
+    }
+    if clashes:
+        raise VariablesLocked(clashes)
 
 
 @sensitive_variables("token")
@@ -68,26 +127,62 @@ def mint_embed_token(
     workspace_id: int,
     provided_id: str,
     *,
+    key_prefix: str | None = None,
+    may_replace_variables: bool = True,
+    end_user: EndUserSpec | None = None,
+    exclusive: bool = False,
     expires_in: int | None = None,
     resource: str | None = None,
     origin: str | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> MintedToken | None:
-    """A token for the workspace's group ``provided_id``; None if there is none.
+    """A token for the workspace's group ``provided_id``, minted by the API key whose
+    prefix is ``key_prefix`` (None: host code, in-process: no key to revoke it by);
+    None if there is no such group.
 
-    One read of the group's own row, no write.
+    One read of the group's own row (with its workspace's generation). ``params`` and
+    the ``end_user``'s ``attributes`` may not replace a key the group's lineage sets
+    unless ``may_replace_variables``: :class:`VariablesLocked`, after one more read. The
+    API passes whether the key has ``write``; host code, which could change the group
+    anyway, may by default. ``end_user`` is created if missing, its given fields that
+    differ saved in one write (none when nothing differs); a disabled one raises
+    :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive`` (needs
+    ``end_user``) revokes the person's earlier tokens, in any group.
+
     ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
     raises :class:`usergroups.embed.tokens.TokenTooLarge` when the token would be.
     """
+    if exclusive and end_user is None:
+        raise ValueError("An exclusive mint needs an end user.")
     group = group_to_mint(workspace_id, provided_id)
     if group is None:
         return None
+    if not may_replace_variables:
+        _check_locked(group, params, end_user)
+    person, bound_person = None, None
+    if end_user is not None:
+        person, _created = end_users.put_end_user(
+            workspace_id, end_user.end_user_id, end_user.changes, for_mint=True
+        )
+        if exclusive:
+            person = end_users.start_exclusive_session(person)
+        bound_person = tokens.EndUserBinding(
+            person.end_user_id, person.embed_binding, person.embed_generation
+        )
     seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
     issued_at = int(timezone.now().timestamp())
+    binding = tokens.Binding(
+        workspace_id=workspace_id,
+        workspace_generation=group.workspace_generation,
+        group_binding=group.embed_binding,
+        group_generation=group.embed_generation,
+        key_prefix=key_prefix,
+        end_user=bound_person,
+    )
     token = tokens.sign(
         team_id=group.team_id,
         user_group_id=group.provided_id,
-        generation=group.embed_generation,
+        binding=binding,
         issued_at=issued_at,
         expires_in=seconds,
         resource=resource,
@@ -95,20 +190,21 @@ def mint_embed_token(
         params=params,
     )
     expires_at = datetime.fromtimestamp(issued_at + seconds, UTC)
-    # DEBUG: a mint writes nothing and comes with every dashboard load and refresh; the
-    # app logs its writes at INFO.
+    # DEBUG: a mint comes with every dashboard load and refresh; the app logs its
+    # writes at INFO (an end user's change is logged by services.end_users).
     logger.debug("Minted an embed token for user group team_id=%s", group.team_id)
-    return MintedToken(token, seconds, expires_at, group)
+    return MintedToken(token, seconds, expires_at, group, person)
 
 
 def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
-    """The grant of verified ``claims`` if their group still exists and has not revoked
-    them since: one indexed query (by primary key, with what the group inherits, at any
-    depth)."""
-    group = lineage.find_group(lineage.BY_TEAM_ID, claims.team_id)
-    if group is None or group.embed_generation != claims.generation:
+    """The grant of verified ``claims`` if everything the token is bound to still holds
+    (see the module's docstring): one indexed query, with what the group inherits at
+    any depth and the end user's attributes."""
+    found = lineage.find_token_group(claims)
+    if found is None:
         return None
-    return EmbedGrant(group, claims)
+    group, attributes = found
+    return EmbedGrant(group, claims, attributes)
 
 
 @sensitive_variables("token")
@@ -133,18 +229,26 @@ def revoke_embed_tokens(group: UserGroup | GroupRecord | int) -> GroupRecord | N
     return _revoke(UserGroup.objects.filter(pk=team_id))
 
 
-def revoke_embed_tokens_of(workspace_id: int, provided_id: str) -> GroupRecord | None:
-    """:func:`revoke_embed_tokens` for the workspace's group ``provided_id`` (the API's door)."""
-    return _revoke(UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id))
+def revoke_embed_tokens_of(
+    workspace_id: int, provided_id: str, *, subtree: bool = False
+) -> GroupRecord | None:
+    """:func:`revoke_embed_tokens` for the workspace's group ``provided_id`` (the API's
+    door); ``subtree``: its descendants' tokens too."""
+    return _revoke(
+        UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id),
+        subtree=subtree,
+    )
 
 
 @retry_on_deadlock
-def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
+def _revoke(matching: QuerySet[UserGroup], *, subtree: bool = False) -> GroupRecord | None:
     with transaction.atomic(using=router.db_for_write(UserGroup)):
         team_id = matching.select_for_update().values_list("pk", flat=True).first()
         if team_id is None:
             return None
-        UserGroup.objects.filter(pk=team_id).update(
+        # The group's row is locked: a move into or out of its subtree waits for this.
+        team_ids = [group for group, _level in lineage.subtree(team_id)] if subtree else [team_id]
+        UserGroup.objects.filter(pk__in=team_ids).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
         )
         record = lineage.find_group(lineage.BY_TEAM_ID, team_id)
@@ -153,3 +257,55 @@ def _revoke(matching: QuerySet[UserGroup]) -> GroupRecord | None:
     send_on_commit(embed_tokens_revoked, group=record)
     logger.info("Revoked the embed tokens of user group team_id=%s", record.team_id)
     return record
+
+
+@retry_on_deadlock
+def revoke_workspace_embed_tokens(workspace_id: int) -> bool:
+    """Revoke every embed token of the workspace minted so far, in every group, for
+    every end user: one ``UPDATE`` of its generation. False if there is no such workspace."""
+    with transaction.atomic(using=router.db_for_write(Workspace)):
+        changed = Workspace.objects.filter(pk=workspace_id).update(
+            embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
+        )
+    if changed:
+        logger.info("Revoked every embed token of workspace %s", workspace_id)
+    return bool(changed)
+
+
+@sensitive_variables("token")
+def revoke_embed_token(workspace_id: int, token: object) -> EmbedGrant | None:
+    """Revoke the one embed ``token`` if it is a live token of the workspace (else None:
+    expired, forged, malformed, already revoked, another workspace's): its ``jti`` joins
+    the denylist until the token expires. Rows of tokens that have expired are deleted
+    on the way, so the list holds only live revoked tokens (``manage.py
+    prune_revoked_embed_tokens`` does the same for a site that revokes rarely)."""
+    grant = introspect(workspace_id, token)
+    if grant is None:
+        return None
+    now = timezone.now()
+    with transaction.atomic(using=router.db_for_write(RevokedEmbedToken)):
+        RevokedEmbedToken.objects.filter(expires_at__lte=now).delete()
+        # A concurrent revocation of the same token wrote the row already: done too.
+        RevokedEmbedToken.objects.bulk_create(
+            [
+                RevokedEmbedToken(
+                    jti=grant.claims.jti,
+                    workspace_id=workspace_id,
+                    expires_at=grant.expires_at,
+                    revoked_at=now,
+                )
+            ],
+            ignore_conflicts=True,
+        )
+    logger.info(
+        "Revoked embed token jti=%s of user group team_id=%s", grant.claims.jti, grant.group.team_id
+    )
+    return grant
+
+
+def prune_revoked_embed_tokens() -> int:
+    """Delete the denylist's rows of tokens that have expired (they verify no more
+    anyway); how many."""
+    with transaction.atomic(using=router.db_for_write(RevokedEmbedToken)):
+        deleted, _kinds = RevokedEmbedToken.objects.filter(expires_at__lte=timezone.now()).delete()
+    return deleted

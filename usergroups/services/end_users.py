@@ -54,6 +54,9 @@ class EndUserRecord:
     created_at: datetime
     updated_at: datetime
     tokens_revoked_at: datetime | None
+    #: What this person's embed tokens carry and verification compares (see EndUser).
+    embed_binding: str
+    embed_generation: int
 
     @classmethod
     def from_model(cls, row: EndUser) -> "EndUserRecord":
@@ -67,7 +70,13 @@ class EndUserRecord:
             created_at=row.created_at,
             updated_at=row.updated_at,
             tokens_revoked_at=row.tokens_revoked_at,
+            embed_binding=row.embed_binding,
+            embed_generation=row.embed_generation,
         )
+
+
+class EndUserDisabled(Exception):
+    """A mint for a disabled end user: no token, nothing written."""
 
 
 def _atomic() -> transaction.Atomic:
@@ -106,15 +115,20 @@ def _differing(row: EndUser, changes: dict[str, Any]) -> list[str]:
 
 
 def put_end_user(
-    workspace_id: int, end_user_id: str, changes: dict[str, Any]
+    workspace_id: int, end_user_id: str, changes: dict[str, Any], *, for_mint: bool = False
 ) -> tuple[EndUserRecord, bool]:
     """Create the end user with ``changes`` (fields of :data:`CHANGEABLE`; a missing
     ``display_name`` is the id), or set the given fields that differ; ``(end user,
-    created)``. Writes nothing when nothing differs. Disabling revokes the person's tokens."""
+    created)``. Writes nothing when nothing differs. Disabling revokes the person's tokens.
+
+    ``for_mint``: a disabled end user raises :class:`EndUserDisabled` before anything
+    is written (an embed token is about to be minted for the person)."""
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValueError(f"Not fields an end user can change: {sorted(unknown)}")
     row = _named(workspace_id, end_user_id).first()
+    if for_mint and row is not None and row.disabled:
+        raise EndUserDisabled(end_user_id)
     if row is not None and not _differing(row, changes):
         return EndUserRecord.from_model(row), False
     error: IntegrityError | None = None
@@ -124,7 +138,7 @@ def put_end_user(
                 return _create(workspace_id, end_user_id, changes), True
             except IntegrityError as exc:
                 error = exc  # created meanwhile: change that one
-        updated = _update(_named(workspace_id, end_user_id), changes)
+        updated = _update(_named(workspace_id, end_user_id), changes, for_mint=for_mint)
         if updated is not None:
             return updated, False
         row = None  # deleted between the read and the lock: create it again
@@ -165,12 +179,16 @@ def disable_end_user(workspace_id: int, end_user_id: str) -> EndUserRecord | Non
 
 
 @retry_on_deadlock
-def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord | None:
+def _update(
+    rows: QuerySet[EndUser], changes: dict[str, Any], *, for_mint: bool = False
+) -> EndUserRecord | None:
     """The row locked, then only what differs on it now written (nothing if nothing does)."""
     with _atomic():
         row = rows.select_for_update().first()
         if row is None:
             return None
+        if for_mint and row.disabled:
+            raise EndUserDisabled(row.end_user_id)
         differing = _differing(row, changes)
         if differing:
             for name in differing:
@@ -178,6 +196,7 @@ def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord |
             row.updated_at = timezone.now()
             written = [*differing, "updated_at"]
             if "disabled" in differing and row.disabled:
+                # Verification refuses a disabled person's tokens; the time is for the admin.
                 row.tokens_revoked_at = row.updated_at
                 written.append("tokens_revoked_at")
             row.save(update_fields=written)
@@ -191,17 +210,45 @@ def _update(rows: QuerySet[EndUser], changes: dict[str, Any]) -> EndUserRecord |
 @retry_on_deadlock
 def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     """Revoke every embed token naming the end user minted before now, in every group;
-    the person is not otherwise changed. None if unknown."""
+    the person is not otherwise changed. None if unknown.
+
+    One ``UPDATE ... embed_generation + 1``: a mint that read the generation before it
+    commits signs a token this refuses; one that reads it after rightly works."""
     with _atomic():
-        row = _named(workspace_id, end_user_id).select_for_update().first()
-        if row is None:
+        if not _advance(_named(workspace_id, end_user_id)):
             return None
-        row.tokens_revoked_at = timezone.now()
-        row.save(update_fields=["tokens_revoked_at"])
+        row = _named(workspace_id, end_user_id).first()
+    if row is None:  # a read of the row this transaction has just written: never
+        return None
     record = EndUserRecord.from_model(row)
     send_on_commit(end_user_tokens_revoked, EndUser, end_user=record)
     logger.info("Revoked the embed tokens of end user pk=%s", record.pk)
     return record
+
+
+def _advance(rows: QuerySet[EndUser]) -> int:
+    """Advance the embed generation of ``rows`` (one ``UPDATE``, which locks them);
+    how many there were."""
+    return rows.update(embed_generation=F("embed_generation") + 1, tokens_revoked_at=timezone.now())
+
+
+@retry_on_deadlock
+def start_exclusive_session(end_user: EndUserRecord) -> EndUserRecord:
+    """Revoke every embed token of ``end_user`` minted so far and answer the person with
+    the generation that a new token must carry: the one this call made. Of two calls at
+    once, each gets its own generation and only the later one stays current, so at most
+    one of their tokens verifies. :class:`EndUserDisabled` if the person was disabled
+    meanwhile; the person as given if deleted meanwhile (a token for them never verifies)."""
+    rows = EndUser.objects.filter(pk=end_user.pk)
+    with _atomic():
+        _advance(rows)
+        row = rows.first()  # holds the lock the UPDATE took: sees this generation
+        if row is not None and row.disabled:
+            raise EndUserDisabled(end_user.end_user_id)
+    if row is None:
+        return end_user
+    logger.info("Started an exclusive embed session for end user pk=%s", row.pk)
+    return EndUserRecord.from_model(row)
 
 
 @retry_on_deadlock

@@ -152,7 +152,8 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
 
 
 def revoke_key(api_key: APIKey) -> None:
-    """Revoke for good; revoking twice keeps the first time."""
+    """Revoke for good; revoking twice keeps the first time. The embed tokens the key
+    minted are refused from then on: they name it, and verification reads its row."""
     if api_key.revoked_at is not None:
         return
     api_key.revoked_at = timezone.now()
@@ -163,7 +164,8 @@ def revoke_key(api_key: APIKey) -> None:
 
 
 def delete_key(api_key: APIKey) -> None:
-    """Delete the key's row; the key is refused from then on, like a revoked one."""
+    """Delete the key's row; the key is refused from then on, like a revoked one, and
+    so are the embed tokens it minted."""
     prefix = api_key.prefix
     api_key.delete()
     logger.info("Deleted API key %s…", prefix)

@@ -21,7 +21,16 @@ from django.db.models.lookups import LessThan
 from django_cte import CTE, with_cte
 
 from usergroups.conf import usergroups_settings
-from usergroups.models import SchemaMapping, UserGroup
+from usergroups.embed.tokens import Claims
+from usergroups.fields import JSONTextField
+from usergroups.models import (
+    APIKey,
+    EndUser,
+    RevokedEmbedToken,
+    SchemaMapping,
+    UserGroup,
+    Workspace,
+)
 from usergroups.records import Ancestor, GroupRecord
 
 #: The fewest levels a walk goes through: beyond any sane ``MAX_HIERARCHY_DEPTH`` (a
@@ -124,20 +133,31 @@ def _field(model: type[Model], name: str) -> "Field[Any, Any]":
     return field
 
 
-def _lineage_sql(connection: BaseDatabaseWrapper, start: Start) -> str:
-    """The walk up from the group ``start`` finds, with every row of the group and its
-    ancestors, their mappings and their distance from the group: the ORM cannot say a
-    recursive query, and building django-cte's on every request cost more than the rest
-    of the request, so this one statement is written once per database vendor."""
-    quote = connection.ops.quote_name
-    group, mapping = UserGroup._meta, SchemaMapping._meta
+def _column(connection: BaseDatabaseWrapper, model: type[Model], name: str) -> str:
+    return connection.ops.quote_name(_field(model, name).column or "")
 
-    def column(name: str, options: Any = group) -> str:
-        return quote(_field(options.model, name).column or "")
+
+def _table(connection: BaseDatabaseWrapper, model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _lineage_sql(
+    connection: BaseDatabaseWrapper, where: str, joined: tuple[str, str] = ("", "")
+) -> str:
+    """The walk up from the group ``where`` finds (a condition on its row ``g``), with
+    every row of the group and its ancestors, their mappings and their distance from the
+    group: the ORM cannot say a recursive query, and building django-cte's on every
+    request cost more than the rest of the request, so this one statement is written
+    once per database vendor. ``joined``: a column list and a join that add to the
+    group's own row (distance 0) what else its caller reads in the same query."""
+    group, mapping = UserGroup, SchemaMapping
+
+    def column(name: str, model: type[Model] = group) -> str:
+        return _column(connection, model, name)
 
     team_id, parent_id = column("team_id"), column("parent_id")
-    where = start.where.format_map({name: f"g.{column(name)}" for name in start.fields})
-    table = quote(group.db_table)
+    table = _table(connection, group)
+    columns, join = joined
     return (
         f"WITH RECURSIVE walk (team_id, parent_id, distance) AS ("
         f"SELECT g.{team_id}, g.{parent_id}, 0 FROM {table} g WHERE {where}"
@@ -145,30 +165,38 @@ def _lineage_sql(connection: BaseDatabaseWrapper, start: Start) -> str:
         f" JOIN {table} g ON g.{team_id} = w.parent_id WHERE w.distance < %s)"
         f" SELECT g.*, w.distance AS walk_distance,"
         f" m.{column('schema_id', mapping)} AS walk_schema_id,"
-        f" m.{column('data_source_id', mapping)} AS walk_data_source_id"
+        f" m.{column('data_source_id', mapping)} AS walk_data_source_id{columns}"
         f" FROM walk w JOIN {table} g ON g.{team_id} = w.team_id"
-        f" LEFT OUTER JOIN {quote(mapping.db_table)} m"
-        f" ON m.{column('group', mapping)} = g.{team_id}"
+        f" LEFT OUTER JOIN {_table(connection, mapping)} m"
+        f" ON m.{column('group', mapping)} = g.{team_id}{join}"
         f" ORDER BY w.distance"
     )
 
 
-_SQL: dict[tuple[str, Start], str] = {}
+def _start_sql(connection: BaseDatabaseWrapper, start: Start) -> str:
+    where = start.where.format_map(
+        {name: f"g.{_column(connection, UserGroup, name)}" for name in start.fields}
+    )
+    return _lineage_sql(connection, where)
 
 
-def find_group(start: Start, *values: Any) -> GroupRecord | None:
-    """The group ``start`` finds with ``values`` (a unique one) with what it inherits, in
-    one query; None when there is none, or when its chain of parents does not reach a
-    root (a corrupted hierarchy, cut by the walk's limit)."""
-    using = router.db_for_read(UserGroup)
-    connection = connections[using]
-    params = [
-        _field(UserGroup, name).get_db_prep_value(value, connection, prepared=False)
-        for name, value in zip(start.fields, values, strict=True)
-    ]
-    key = (connection.vendor, start)
-    sql = _SQL.get(key) or _SQL.setdefault(key, _lineage_sql(connection, start))
-    rows = UserGroup.objects.using(using).raw(sql, [*params, walk_limit()])
+_SQL: dict[tuple[str, Any], str] = {}
+
+
+def _sql(connection: BaseDatabaseWrapper, variant: Any, build: Any) -> str:
+    key = (connection.vendor, variant)
+    return _SQL.get(key) or _SQL.setdefault(key, build())
+
+
+def _prepared(connection: BaseDatabaseWrapper, model: type[Model], name: str, value: Any) -> Any:
+    """``value`` as the ORM sends it for ``model``'s field ``name``."""
+    return _field(model, name).get_db_prep_value(value, connection, prepared=False)
+
+
+def _record(rows: Iterable[UserGroup]) -> tuple[GroupRecord, UserGroup] | None:
+    """The record of a walk's ``rows`` and the group's own row; None for no rows, or for
+    a chain of parents that does not reach a root (a corrupted hierarchy, cut by the
+    walk's limit)."""
     levels: dict[int, tuple[UserGroup, list[tuple[str, str]]]] = {}
     for row in rows:
         walked: Any = row  # the model's row, with the walk's columns as attributes
@@ -189,7 +217,126 @@ def find_group(start: Start, *values: Any) -> GroupRecord | None:
     if parent_id is not None:
         return None
     chain.reverse()
-    return GroupRecord.from_model(own, mapping, chain)
+    return GroupRecord.from_model(own, mapping, chain), own
+
+
+def find_group(start: Start, *values: Any) -> GroupRecord | None:
+    """The group ``start`` finds with ``values`` (a unique one) with what it inherits, in
+    one query; None when there is none, or when its chain of parents does not reach a
+    root (a corrupted hierarchy, cut by the walk's limit)."""
+    using = router.db_for_read(UserGroup)
+    connection = connections[using]
+    params = [
+        _prepared(connection, UserGroup, name, value)
+        for name, value in zip(start.fields, values, strict=True)
+    ]
+    sql = _sql(connection, start, lambda: _start_sql(connection, start))
+    found = _record(UserGroup.objects.using(using).raw(sql, [*params, walk_limit()]))
+    return None if found is None else found[0]
+
+
+def _token_sql(connection: BaseDatabaseWrapper, with_key: bool, with_end_user: bool) -> str:
+    """:func:`find_token_group`'s statement: the walk starts only from a group that
+    every binding of the token still holds."""
+
+    def column(model: type[Model], name: str) -> str:
+        return _column(connection, model, name)
+
+    def on_group(model: type[Model], alias: str) -> str:
+        return f"{alias}.{column(model, 'workspace')} = g.{column(UserGroup, 'workspace')}"
+
+    conditions = [
+        *(f"g.{column(UserGroup, name)} = %s" for name in _TOKEN_GROUP_FIELDS),
+        f"EXISTS (SELECT 1 FROM {_table(connection, Workspace)} ws"
+        f" WHERE ws.{column(Workspace, 'id')} = g.{column(UserGroup, 'workspace')}"
+        f" AND ws.{column(Workspace, 'embed_generation')} = %s)",
+        f"NOT EXISTS (SELECT 1 FROM {_table(connection, RevokedEmbedToken)} d"
+        f" WHERE d.{column(RevokedEmbedToken, 'jti')} = %s)",
+    ]
+    if with_key:
+        conditions.append(
+            f"EXISTS (SELECT 1 FROM {_table(connection, APIKey)} k"
+            f" WHERE k.{column(APIKey, 'prefix')} = %s AND {on_group(APIKey, 'k')}"
+            f" AND k.{column(APIKey, 'revoked_at')} IS NULL)"
+        )
+    joined = ("", "")
+    if with_end_user:
+        person = " AND ".join(f"u.{column(EndUser, name)} = %s" for name in _TOKEN_END_USER_FIELDS)
+        conditions.append(
+            f"EXISTS (SELECT 1 FROM {_table(connection, EndUser)} u"
+            f" WHERE {on_group(EndUser, 'u')} AND {person})"
+        )
+        joined = (
+            f", u.{column(EndUser, 'attributes')} AS token_end_user_attributes",
+            f" LEFT OUTER JOIN {_table(connection, EndUser)} u ON w.distance = 0"
+            f" AND {on_group(EndUser, 'u')} AND u.{column(EndUser, 'end_user_id')} = %s",
+        )
+    return _lineage_sql(connection, " AND ".join(conditions), joined)
+
+
+_TOKEN_GROUP_FIELDS = (
+    "team_id",
+    "workspace_id",
+    "provided_id",
+    "embed_binding",
+    "embed_generation",
+)
+_TOKEN_END_USER_FIELDS = ("end_user_id", "embed_binding", "embed_generation", "disabled")
+
+
+def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None] | None:
+    """The group of verified ``claims`` with what it inherits, and its end user's
+    attributes (None for a token without one), if everything the token is bound to
+    still holds: the group (its id, workspace, binding and generation), the workspace's
+    generation, the key that minted it (not revoked, not deleted), the denylist, and
+    the end user (its binding and generation, not disabled, not deleted). One indexed
+    query, which finds nothing when any of them fails."""
+    using = router.db_for_read(UserGroup)
+    connection = connections[using]
+    bound, person = claims.binding, claims.binding.end_user
+    group_values = (
+        claims.team_id,
+        bound.workspace_id,
+        claims.user_group_id,
+        bound.group_binding,
+        bound.group_generation,
+    )
+    params = [
+        *(
+            _prepared(connection, UserGroup, name, value)
+            for name, value in zip(_TOKEN_GROUP_FIELDS, group_values, strict=True)
+        ),
+        _prepared(connection, Workspace, "embed_generation", bound.workspace_generation),
+        _prepared(connection, RevokedEmbedToken, "jti", claims.jti),
+    ]
+    if bound.key_prefix is not None:
+        params.append(_prepared(connection, APIKey, "prefix", bound.key_prefix))
+    if person is not None:
+        person_values = (person.end_user_id, person.binding, person.generation, False)
+        params.extend(
+            _prepared(connection, EndUser, name, value)
+            for name, value in zip(_TOKEN_END_USER_FIELDS, person_values, strict=True)
+        )
+    params.append(walk_limit())
+    if person is not None:
+        params.append(_prepared(connection, EndUser, "end_user_id", person.end_user_id))
+    with_key, with_end_user = bound.key_prefix is not None, person is not None
+    sql = _sql(
+        connection,
+        ("token", with_key, with_end_user),
+        lambda: _token_sql(connection, with_key, with_end_user),
+    )
+    found = _record(UserGroup.objects.using(using).raw(sql, params))
+    if found is None:
+        return None
+    record, own = found
+    if person is None:
+        return record, None
+    text = getattr(own, "token_end_user_attributes", None)
+    attributes_field = _field(EndUser, "attributes")
+    assert isinstance(attributes_field, JSONTextField)
+    attributes = attributes_field.from_db_value(text, None, connection)
+    return record, attributes if isinstance(attributes, dict) else {}
 
 
 def ancestors_of(team_ids: Iterable[int]) -> dict[int, list[Ancestor]]:
