@@ -134,6 +134,34 @@ def test_the_printed_embed_token_mint_and_its_use_work(tmp_path):
     assert APIClient().get(jwks[-1].removeprefix("http://127.0.0.1:8000")).json()["keys"]
 
 
+def test_the_printed_person_mint_and_sign_out_everywhere_work(tmp_path):
+    """The person flow's API calls as printed: a mint naming Anna, whose territory
+    narrows the rows, then the revocation of her tokens, after which hers are refused."""
+    key_file = tmp_path / ".demo-api-key"
+    output = demo_setup(key_file)
+    mint = printed_line(output, "PERSON_TOKEN=$(curl ")
+    body = json.loads(mint[mint.index("-d") + 1])
+    assert body["end_user"]["id"] == "anna.schmidt"
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key_file.read_text().strip()}")
+    minted = api.post("/api/user/embed-token", body, format="json")
+    assert minted.status_code == 200, minted.content
+    embed = {"HTTP_AUTHORIZATION": f"Embed {minted.json()['embed_token']}"}
+    data = APIClient().get("/embed/api/sales/", HTTP_ORIGIN="http://127.0.0.1:8000", **embed)
+    assert data.status_code == 200, data.content
+    assert {row["region"] for row in data.json()["rows"]} == {"DE"}
+    assert data.json()["variable_sources"]["territory"] == "end_user"
+    revoke = printed_line(
+        output, "curl -sS -w '\\n' -X POST http://127.0.0.1:8000/api/user/embed-token/revoke"
+    )
+    answer = api.post(
+        "/api/user/embed-token/revoke", json.loads(revoke[revoke.index("-d") + 1]), format="json"
+    )
+    assert answer.status_code == 200 and answer.json()["revoked"] == "end_user", answer.content
+    again = APIClient().get("/embed/api/sales/", HTTP_ORIGIN="http://127.0.0.1:8000", **embed)
+    assert again.status_code == 401
+
+
 def test_the_demo_people_are_seeded_once(tmp_path):
     output = demo_setup(tmp_path / ".demo-api-key")
     assert f"({len(DEMO_PEOPLE)} new)" in output and "anna.schmidt" in output

@@ -181,6 +181,9 @@ def mint_embed_token(request: HttpRequest) -> JsonResponse:
         origin=site_origin(request),
         expires_in=embed_token_seconds(),
         end_user=end_user_of(person) if shown and person else None,
+        # As a key with only the embed scope: the person's attributes may narrow the
+        # group's variables with keys of their own, never replace the group's.
+        may_replace_variables=False,
     )
     if minted is None:
         raise Http404("No such group in the demo workspace.")
