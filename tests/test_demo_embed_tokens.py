@@ -497,6 +497,15 @@ def test_sign_out_everywhere_revokes_the_persons_tokens_in_every_customer(client
     assert fetch(client, signed_in_token(client, "acme-eu", "dana.kowalski")).status_code == 200
 
 
+def test_a_person_the_host_disabled_gets_no_token_and_loses_theirs(client, demo):
+    token = signed_in_token(client, "acme-eu", "anna.schmidt")
+    services.end_users.disable_end_user(demo.pk, "anna.schmidt")
+    assert_refused(fetch(client, token), 401, "authentication_failed")
+    response = mint(client, "acme-eu", "anna.schmidt")
+    assert response.status_code == 403 and response.json()["error"] == "end_user_disabled"
+    assert not EMBED_TOKEN.search(response.content.decode())
+
+
 def test_sign_out_everywhere_without_script_shows_the_signed_out_page(client, demo):
     signed_in_token(client, "acme-eu", "anna.schmidt")
     response = sign_out(client, "acme-eu", "anna.schmidt")

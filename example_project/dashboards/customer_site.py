@@ -52,6 +52,12 @@ CUSTOMER_SITE_CSP = (
     "frame-ancestors 'none'"
 )
 
+# This browser's sign-in on the customer site, in its session: {"group", "person"}.
+SIGNED_IN = "demo_signed_in"
+# Whom this browser last signed out everywhere, and from which customer's page: that page
+# shows the signed-out state (no dashboard, no token) until someone signs in again.
+SIGNED_OUT = "demo_signed_out"
+
 
 def demo_site_enabled() -> bool:
     """The customer site mints tokens of the demo workspace for whoever opens it: only
@@ -83,13 +89,6 @@ def demo_workspace() -> Workspace:
     return workspace
 
 
-# This browser's sign-in on the customer site, in its session: {"group", "person"}.
-SIGNED_IN = "demo_signed_in"
-# Whom this browser last signed out everywhere, and from which customer's page: that page
-# shows the signed-out state (no dashboard, no token) until someone signs in again.
-SIGNED_OUT = "demo_signed_out"
-
-
 def viewer(request: HttpRequest, provided_id: str) -> tuple[str, dict | None]:
     """Who this browser views the customer ``provided_id`` as: ``("person", person)``
     signed in, ``("signed_out", person)`` after a sign-out everywhere, or
@@ -101,6 +100,11 @@ def viewer(request: HttpRequest, provided_id: str) -> tuple[str, dict | None]:
             if person is not None:
                 return state, person
     return "customer", None
+
+
+def refused(code: str, message: str) -> JsonResponse:
+    """403 for the page's script: no token (or no sign-out) for whom it asked."""
+    return JsonResponse({"error": code, "message": message}, status=403)
 
 
 def page_of(provided_id: str) -> HttpResponseRedirect:
@@ -170,21 +174,21 @@ def mint_embed_token(request: HttpRequest) -> JsonResponse:
     state, person = viewer(request, provided_id)
     shown = person["end_user_id"] if state == "person" and person else ""
     if state == "signed_out" or request.POST.get("person", "") != shown:
-        return JsonResponse(
-            {"error": "signed_out", "message": "That person is not signed in on this site."},
-            status=403,
+        return refused("signed_out", "That person is not signed in on this site.")
+    try:
+        minted = embed.mint_embed_token(
+            workspace.pk,
+            provided_id,
+            resource=SCHEMA_ID,
+            origin=site_origin(request),
+            expires_in=embed_token_seconds(),
+            end_user=end_user_of(person) if shown and person else None,
+            # As a key with only the embed scope: the person's attributes may narrow the
+            # group's variables with keys of their own, never replace the group's.
+            may_replace_variables=False,
         )
-    minted = embed.mint_embed_token(
-        workspace.pk,
-        provided_id,
-        resource=SCHEMA_ID,
-        origin=site_origin(request),
-        expires_in=embed_token_seconds(),
-        end_user=end_user_of(person) if shown and person else None,
-        # As a key with only the embed scope: the person's attributes may narrow the
-        # group's variables with keys of their own, never replace the group's.
-        may_replace_variables=False,
-    )
+    except end_users.EndUserDisabled:  # by the host's operator (admin or API)
+        return refused("end_user_disabled", "That person's access is disabled.")
     if minted is None:
         raise Http404("No such group in the demo workspace.")
     return JsonResponse({"embed_token": minted.token, "expires_in": minted.expires_in})
@@ -218,10 +222,7 @@ def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
     provided_id = request.POST.get("group", "")
     state, person = viewer(request, provided_id)
     if state != "person" or person is None or request.POST.get("person") != person["end_user_id"]:
-        return JsonResponse(
-            {"error": "signed_out", "message": "That person is not signed in on this site."},
-            status=403,
-        )
+        return refused("signed_out", "That person is not signed in on this site.")
     # None: the person never had a token (nor was seeded): nothing to revoke.
     end_users.revoke_tokens(workspace.pk, person["end_user_id"])
     request.session.pop(SIGNED_IN, None)

@@ -22,7 +22,8 @@
   }
 
   // {embed_token, expires_in} from this site's backend, {error} if it refused (error
-  // "signed_out": the person is no longer signed in here), or null.
+  // "signed_out": the person is no longer signed in here; "end_user_disabled": the host
+  // disabled them), or null.
   async function mint(frame) {
     try {
       const response = await fetch(frame.dataset.mintUrl, {
@@ -44,7 +45,8 @@
     if (minted && minted.embed_token) {
       return { type: "usergroups:embed-token", token: minted.embed_token, expiresIn: minted.expires_in };
     }
-    const reason = minted && minted.error === "signed_out" ? "signed-out" : "";
+    const ended = minted && ["signed_out", "end_user_disabled"].includes(minted.error);
+    const reason = ended ? "session-ended" : "";
     return { type: "usergroups:embed-token-refused", reason };
   }
 

@@ -98,7 +98,7 @@
     endSession(
       "ended",
       "Session ended.",
-      `${viewer} was signed out everywhere (or their access was revoked): this dashboard ` +
+      `${viewer} was signed out everywhere (or their access was revoked or disabled): this dashboard ` +
         "shows no more data. Sign in again on the customer site.",
       "ended",
     );
@@ -340,7 +340,7 @@
       if (!claims || (claims.origin && claims.origin !== event.origin)) return;
       if (token === null && !waitingForToken) $("dash-sub").textContent = "Loading…";
       acceptToken(message.token, Number(message.expiresIn) || claims.exp - claims.iat);
-    } else if (message.type === "usergroups:embed-token-refused" && message.reason === "signed-out") {
+    } else if (message.type === "usergroups:embed-token-refused" && message.reason === "session-ended") {
       endPersonsSession((claimsOf(token || "") || {}).end_user_id || "The person");
     } else if (message.type === "usergroups:embed-token-refused") {
       endSession("refused", "No access.", "The customer site could not get a token for this dashboard.");
