@@ -9,6 +9,7 @@ example project runs exactly as deployed (its own settings, not the test setting
 import sqlite3
 import threading
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.live
 
 WORKERS = 3
 TIMEOUT = 20
+EMBED_PATH = "/api/user/embed-token"
 
 
 class Server:
@@ -153,3 +155,43 @@ def test_mixed_load_never_answers_5xx(server):
     assert sorted(statuses[15:20]) == [200] + [404] * 4, results
     assert statuses[20:] == [200] * 5, results
     assert server.groups_per_id("mixed-%") == {f"mixed-{n}": 1 for n in range(5)}
+
+
+def test_every_revocation_axis_is_seen_by_every_worker(server):
+    """Tokens every worker has verified once (so none is new to any of them), revoked on
+    each axis: refused at once by every worker. The checks go out concurrently, more
+    than there are workers, so sync workers each take some."""
+    api = partial(call_api, server.base_url, server.key, timeout=TIMEOUT)
+    for group in ("axis-parent", "axis-other"):
+        assert server.get_or_create(group)[0] == 200
+    body = {"user_group_id": "axis-child", "parent_user_group_id": "axis-parent"}
+    assert api("GET", body)[0] == 200
+
+    def mint(group, **fields):
+        status, answer = api("POST", {"user_group_id": group, **fields}, path=EMBED_PATH)
+        assert status == 200, answer
+        return answer["embed_token"]
+
+    def seen_by_all(token):
+        calls = [partial(api, "POST", {"embed_token": token}, path=f"{EMBED_PATH}/introspect")]
+        results = concurrently(calls * WORKERS * 4)
+        assert_no_server_errors(results)
+        return {answer["active"] for _, answer in results}
+
+    axes = [
+        ({"user_group_id": "axis-parent", "subtree": True}, "axis-child", {}),
+        ({"end_user_id": "ann"}, "axis-other", {"end_user": {"id": "ann"}}),
+        (None, "axis-other", {}),  # the token itself
+        ({"all": True}, "axis-other", {"end_user": {"id": "bob"}}),
+    ]
+    for revocation, group, fields in axes:
+        token, survivor = mint(group, **fields), mint("axis-other")
+        assert seen_by_all(token) == {True}
+        status, answer = api(
+            "POST", revocation or {"embed_token": token}, path=f"{EMBED_PATH}/revoke"
+        )
+        assert status == 200, answer
+        assert seen_by_all(token) == {False}, revocation
+        if revocation != {"all": True}:
+            assert seen_by_all(survivor) == {True}
+        assert seen_by_all(mint(group, **fields)) == {True}  # minted afterwards

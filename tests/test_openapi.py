@@ -64,6 +64,8 @@ def test_paths_are_written_as_the_docs_write_them(schema):
         "/api/user/embed-token/introspect",
         "/api/user/embed-token/revoke",
         "/api/user/embed-token/jwks",
+        "/api/user/end-user",
+        "/api/user/end-user/list",
     }
 
 
@@ -241,9 +243,46 @@ def test_the_mint_answer_and_request_are_the_contracts(schema):
         "origin",
         "expires_in",
         "params",
+        "end_user",
+        "exclusive",
     }
     assert request["properties"]["expires_in"]["minimum"] == 30
     assert request["properties"]["expires_in"]["maximum"] == 86400
+    person = schema["components"]["schemas"]["MintEndUser"]
+    assert set(person["properties"]) == {"id", "display_name", "attributes"}
+    assert person["required"] == ["id"]
+
+
+def test_the_revoke_request_takes_exactly_one_axis(schema):
+    post = schema["paths"]["/api/user/embed-token/revoke"]["post"]
+    request = body(schema, post)
+    assert request["oneOf"] == [
+        {"required": [name]} for name in ("user_group_id", "end_user_id", "embed_token", "all")
+    ]
+    assert request["properties"]["all"]["const"] is True
+    assert set(answer(schema, post)["properties"]) == {"success", "revoked", "user_group"}
+
+
+def test_introspection_answers_the_end_user_and_the_variables_sources(schema):
+    post = schema["paths"]["/api/user/embed-token/introspect"]["post"]
+    assert {"end_user_id", "variables", "variable_sources"} <= set(
+        answer(schema, post)["properties"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "operation_id", "scopes"),
+    [
+        ("/api/user/end-user", "put", "put_end_user", ["write"]),
+        ("/api/user/end-user", "get", "get_end_user", ["read"]),
+        ("/api/user/end-user", "delete", "delete_end_user", ["write"]),
+        ("/api/user/end-user/list", "get", "list_end_users", ["read"]),
+    ],
+)
+def test_the_end_user_operations_are_published(schema, path, method, operation_id, scopes):
+    described = schema["paths"][path][method]
+    assert described["operationId"] == operation_id and described["x-scopes"] == scopes
+    assert "200" in described["responses"] and "401" in described["responses"]
 
 
 def test_the_jwk_set_needs_no_key(schema):

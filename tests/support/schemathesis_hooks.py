@@ -9,7 +9,10 @@ refusal of valid data is a real finding:
   test made (``USERGROUPS_FUZZ_PARENT``);
 * ``new_user_group_id`` must not be another group's id: the hooks make it unique;
 * JSON Schema counts ``60.0`` as an integer; the API, strict about types, does not
-  (CONTRACT: integers are integers): the hooks send integral numbers as integers.
+  (CONTRACT: integers are integers): the hooks send integral numbers as integers;
+* a revocation's ``embed_token`` must be a live token (one the hooks cannot make): such
+  a case revokes the test's group instead; ``subtree`` goes with ``user_group_id``, and
+  a mint's ``exclusive`` with ``end_user`` (OpenAPI 3.0 cannot say "only with").
 """
 
 import itertools
@@ -39,6 +42,13 @@ def map_case(context: Any, case: Any) -> Any:
     if not isinstance(body, dict):
         return case
     body = dict(body)
+    if case.path.endswith("/embed-token/revoke"):
+        if "embed_token" in body:
+            body = {"user_group_id": os.environ["USERGROUPS_FUZZ_PARENT"]}
+        if "user_group_id" not in body:
+            body.pop("subtree", None)
+    if body.get("exclusive") and "end_user" not in body:
+        body["exclusive"] = False
     if body.get("parent_user_group_id") is not None:
         body["parent_user_group_id"] = os.environ["USERGROUPS_FUZZ_PARENT"]
     if isinstance(body.get("new_user_group_id"), str):

@@ -13,7 +13,7 @@ from usergroups.services.end_users import CHANGEABLE
 
 
 class EndUserIdSerializer(serializers.Serializer):
-    """GET and DELETE: the end user named by ``end_user_id``."""
+    """GET and DELETE: the end user named by ``end_user_id``; DELETE's answer too."""
 
     end_user_id = StrictCharField()
 
@@ -46,7 +46,3 @@ class EndUserSerializer(serializers.Serializer):
     disabled = serializers.BooleanField(read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
-
-
-class DeletedEndUserSerializer(serializers.Serializer):
-    end_user_id = serializers.CharField(read_only=True)

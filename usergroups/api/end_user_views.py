@@ -13,7 +13,6 @@ from rest_framework.response import Response
 
 from usergroups import scopes
 from usergroups.api.end_user_serializers import (
-    DeletedEndUserSerializer,
     EndUserIdSerializer,
     EndUserListQuerySerializer,
     EndUserSerializer,
@@ -39,8 +38,6 @@ class EndUserView(WorkspaceAPIView):
 
     http_method_names = ["get", "put", "delete"]
     required_scopes = {"GET": scopes.READ, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
-    # Not in the OpenAPI schema yet: described with the rest of section 7.
-    schema = None
 
     def get(self, request: Request) -> Response:
         serializer = EndUserIdSerializer(data=read_input(request))
@@ -70,7 +67,7 @@ class EndUserView(WorkspaceAPIView):
         )
         if deleted is None:
             raise NotFound(NOT_FOUND)
-        return Response({"success": 1, "end_user": DeletedEndUserSerializer(deleted).data})
+        return Response({"success": 1, "end_user": EndUserIdSerializer(deleted).data})
 
 
 class EndUserListView(WorkspaceAPIView):
@@ -78,7 +75,6 @@ class EndUserListView(WorkspaceAPIView):
 
     http_method_names = ["get"]
     required_scopes = {"GET": scopes.READ}
-    schema = None
 
     def get(self, request: Request) -> Response:
         query = EndUserListQuerySerializer(data=query_params(request))

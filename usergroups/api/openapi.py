@@ -36,6 +36,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from usergroups.api import embed_serializers as embed
+from usergroups.api import end_user_serializers as people
 from usergroups.api import serializers as api
 from usergroups.conf import usergroups_settings
 from usergroups.embed.origins import MAX_ORIGIN_LENGTH
@@ -62,10 +63,11 @@ def text_schema(max_length: int = MAX_ID_LENGTH) -> Schema:
     return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": NO_NUL}
 
 
-def constant(value: int) -> Schema:
+def constant(value: int | bool) -> Schema:
+    kind = "boolean" if isinstance(value, bool) else "integer"
     if is_json_schema():
-        return {"type": "integer", "const": value}
-    return {"type": "integer", "enum": [value]}
+        return {"type": kind, "const": value}
+    return {"type": kind, "enum": [value]}
 
 
 def with_keys(schema: Schema, keys: Schema) -> Schema:
@@ -244,6 +246,13 @@ class EmbedTokenSchema(FieldSchema):
         }
 
 
+class TrueSchema(FieldSchema):
+    target_class = "usergroups.api.embed_serializers.TrueField"
+
+    def schema(self, auto_schema: AutoSchema) -> Schema:
+        return {**constant(True), "description": "Only `true`: the whole workspace."}
+
+
 class GroupTokenSchema(FieldSchema):
     target_class = "usergroups.api.serializers.TokenField"
 
@@ -384,7 +393,14 @@ JWK_MEMBERS = {"kty", "crv", "x", "kid", "alg", "use"}
 EMBED_GROUP_404 = "`not_found`: no group of this workspace has this id."
 
 USER_GROUP_ANSWER = answer("UserGroupAnswer", user_group=api.UserGroupSerializer())
-EMBED_GROUP_ANSWER = answer("EmbedGroupAnswer", user_group=api.NamedGroupSerializer())
+END_USER_ANSWER = answer("EndUserAnswer", end_user=people.EndUserSerializer())
+END_USER_404 = "`not_found`: no end user of this workspace has this id."
+REVOCATION_AXES = (
+    "Exactly one axis: `user_group_id` (with `subtree: true`, its descendants too), "
+    "`end_user_id` (the person's tokens in every group), `embed_token` (that one token; one "
+    "that is not a live token of this workspace is 400 `invalid` naming it) or "
+    "`all: true` (every token of the workspace). None or more than one: 400 `invalid`."
+)
 
 #: Per view (dotted name) and method: what :func:`extend_schema` says of the operation, and
 #: the ``x-scopes`` it needs.
@@ -494,10 +510,17 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "summary": "Mint an embed token",
             "description": "A short-lived JWT (compact JWS, EdDSA or ES256, at most "
             f"{MAX_TOKEN_BYTES} bytes) for the browser, instead of the group token. Claims: "
-            "`iss`, `aud`, `sub` (the team_id), `iat`, `exp`, `jti`, `user_group_id`, `gen`, "
-            "and `resource`, `origin`, `params` when given; one that would be larger is 400 "
-            "`invalid` naming them. Writes nothing. Scope: `embed`, "
-            "checked before the body is read.",
+            "`iss`, `aud`, `sub` (the team_id), `iat`, `exp`, `jti`, `user_group_id`, what "
+            "the token is bound to (`gen`, `wid`, `wgen`, `bnd`, `key`: the minting key's "
+            "prefix), and `resource`, `origin`, `params`, `end_user_id` (with `ubnd`, `ugen`) "
+            "when given; one that would be larger is 400 `invalid` naming them. A token "
+            "without `origin` is valid from any origin. `end_user` names the person: "
+            "created if missing, given fields that differ saved (nothing written when none "
+            "does); a disabled one is 403 `end_user_disabled`. `exclusive: true` (needs "
+            "`end_user`) revokes the person's earlier tokens in every group. `params` and "
+            "`end_user.attributes` may not set a top-level key the group's lineage sets "
+            "unless the key also has `write` (400 `invalid` naming `params` / `end_user`). "
+            "Scope: `embed`, checked before the body is read.",
             "scopes": ["embed"],
             "request": embed.MintRequestSerializer,
             "responses": {
@@ -508,7 +531,13 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                     expires_at=serializers.DateTimeField(),
                     user_group=api.NamedGroupSerializer(),
                 ),
-                **errors(*KEYED, 404, s404=EMBED_GROUP_404),
+                **errors(
+                    *KEYED,
+                    404,
+                    s404=EMBED_GROUP_404,
+                    s403=ERROR_DESCRIPTIONS[403]
+                    + " `end_user_disabled`: the end user is disabled; no token.",
+                ),
             },
         },
     },
@@ -531,10 +560,24 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                     resource=serializers.CharField(required=False, allow_null=True),
                     origin=serializers.CharField(required=False, allow_null=True),
                     expires_at=serializers.DateTimeField(required=False),
+                    end_user_id=serializers.CharField(
+                        required=False,
+                        allow_null=True,
+                        help_text="The person the token was minted for, or null.",
+                    ),
+                    # JSONField, not DictField: a generated client would get a class
+                    # for each (tests/test_openapi_client.py keeps the count small).
                     variables=serializers.JSONField(
                         required=False,
-                        help_text="The group's computed properties with `params` laid over "
-                        "them (a top-level key of `params` wins).",
+                        help_text="The group's computed properties, then the end user's "
+                        "`attributes` over them, then `params` over both (a top-level key "
+                        "of a later layer replaces).",
+                    ),
+                    variable_sources=serializers.JSONField(
+                        required=False,
+                        help_text="For each top-level key of `variables`, where it came "
+                        'from: `"user_group:<provided_id>"` (the group or ancestor that set '
+                        'it), `"end_user"` or `"params"`.',
                     ),
                 ),
                 **errors(*KEYED),
@@ -544,14 +587,103 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.EmbedTokenRevokeView": {
         "POST": {
             "operation_id": "revoke_embed_tokens",
-            "answer": "The group whose embed tokens were revoked.",
-            "summary": "Revoke a group's embed tokens",
-            "description": "Every embed token minted so far for the group stops working at "
+            "answer": "The axis revoked (and the group, on the group axis).",
+            "summary": "Revoke embed tokens",
+            "description": "Every embed token on the axis minted so far stops working at "
             "once, on every process; the group token stays. Tokens minted afterwards work. "
-            "Scope: `embed`, checked before the body is read.",
+            + REVOCATION_AXES
+            + " Scope: `embed`, checked before the body is read.",
             "scopes": ["embed"],
             "request": embed.RevokeRequestSerializer,
-            "responses": {200: EMBED_GROUP_ANSWER, **errors(*KEYED, 404, s404=EMBED_GROUP_404)},
+            "responses": {
+                200: answer(
+                    "RevokeAnswer",
+                    revoked=serializers.CharField(
+                        help_text="The axis: `user_group`, `end_user`, `embed_token` or `all`."
+                    ),
+                    user_group=api.NamedGroupSerializer(
+                        required=False, help_text="On the group axis only."
+                    ),
+                ),
+                **errors(
+                    *KEYED,
+                    404,
+                    s404="`not_found`: no group (or end user) of this workspace has this id.",
+                ),
+            },
+        },
+    },
+    "usergroups.api.end_user_views.EndUserView": {
+        "PUT": {
+            "operation_id": "put_end_user",
+            "answer": "The end user, made or changed; `created` says which.",
+            "summary": "Create or change an end user",
+            "description": "Creates the end user `end_user_id` of this workspace, or sets the "
+            "given fields that differ (nothing is written when none does). Disabling "
+            "refuses the person's embed tokens. Scope: `write`, checked before the body "
+            "is read.",
+            "scopes": ["write"],
+            "request": people.PutEndUserSerializer,
+            "responses": {
+                200: answer(
+                    "PutEndUserAnswer",
+                    created=serializers.BooleanField(),
+                    end_user=people.EndUserSerializer(),
+                ),
+                **errors(*KEYED),
+            },
+        },
+        "GET": {
+            "operation_id": "get_end_user",
+            "answer": "The end user.",
+            "summary": "Get an end user",
+            "description": "The end user `end_user_id` (in the body, or the query string "
+            "for clients that cannot send a body with GET). Scope: `read`, checked before "
+            "the body is read.",
+            "scopes": ["read"],
+            "request": people.EndUserIdSerializer,
+            "parameters": [OpenApiParameter("end_user_id", str, description=QUERY_FALLBACK)],
+            "responses": {
+                200: END_USER_ANSWER,
+                **errors(*KEYED, 404, s404=END_USER_404),
+            },
+        },
+        "DELETE": {
+            "operation_id": "delete_end_user",
+            "answer": "The end user deleted.",
+            "summary": "Delete an end user",
+            "description": "Deletes the end user; their embed tokens stop working at once, "
+            "and stay dead if the same id is created again. Scope: `write`, checked before "
+            "the body is read.",
+            "scopes": ["write"],
+            "request": people.EndUserIdSerializer,
+            "responses": {
+                200: answer("DeleteEndUserAnswer", end_user=people.EndUserIdSerializer()),
+                **errors(*KEYED, 404, s404=END_USER_404),
+            },
+        },
+    },
+    "usergroups.api.end_user_views.EndUserListView": {
+        "GET": {
+            "operation_id": "list_end_users",
+            "answer": "A page of the workspace's end users.",
+            "summary": "List end users",
+            "description": "The workspace's end users by `end_user_id` (code point order); "
+            "`end_user_id_prefix` keeps those whose id starts with it. Scope: `read`, "
+            "checked before the query is read.",
+            "scopes": ["read"],
+            "request": None,
+            "parameters": [people.EndUserListQuerySerializer],
+            "responses": {
+                200: answer(
+                    "EndUserListAnswer",
+                    total_count=serializers.IntegerField(min_value=0),
+                    page=serializers.IntegerField(min_value=1),
+                    limit=serializers.IntegerField(min_value=1),
+                    end_users=people.EndUserSerializer(many=True),
+                ),
+                **errors(400, 401, 403, 429, 503),
+            },
         },
     },
     "usergroups.api.embed_views.JWKSView": {
@@ -589,6 +721,7 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
 #: Request bodies that take exactly one of these fields.
 EXACTLY_ONE_OF: dict[type[serializers.Serializer], tuple[str, ...]] = {
     api.DeleteRequestSerializer: ("user_group_id", "current_token"),
+    embed.RevokeRequestSerializer: tuple(embed.REVOCATION_AXES),
 }
 
 #: What a request component says, where the serializer's docstring is a note for developers.
@@ -597,9 +730,11 @@ REQUEST_DESCRIPTIONS: dict[type[serializers.Serializer], str] = {
     embed.EmbedTokenRequestSerializer: "The embed token to judge.",
     api.DeleteRequestSerializer: "The group to delete, named by exactly one of "
     "`user_group_id` and `current_token`.",
+    embed.RevokeRequestSerializer: "What to revoke. " + REVOCATION_AXES,
 }
 
 _GROUP_ID = "$response.body#/user_group/provided_id"
+_END_USER_ID = "$response.body#/end_user/end_user_id"
 #: OpenAPI links from an operation's 200 answer to the operations that take what it
 #: returns (the group's token or id), by operationId.
 LINKS: dict[str, Schema] = {
@@ -636,11 +771,31 @@ LINKS: dict[str, Schema] = {
             "operationId": "revoke_embed_tokens",
             "requestBody": {"user_group_id": _GROUP_ID},
             "description": "Revoke the embed tokens of the group returned.",
+            # Exactly one axis: a generated body may name another.
+            "x-schemathesis": {"merge_body": False},
         },
         "ListChildren": {
             "operationId": "list_user_groups",
             "parameters": {"parent_user_group_id": _GROUP_ID},
             "description": "List the direct children of the group returned.",
+        },
+    },
+    "put_end_user": {
+        "GetEndUser": {
+            "operationId": "get_end_user",
+            "requestBody": {"end_user_id": _END_USER_ID},
+            "description": "Read the end user returned.",
+        },
+        "DeleteEndUser": {
+            "operationId": "delete_end_user",
+            "requestBody": {"end_user_id": _END_USER_ID},
+            "description": "Delete the end user returned.",
+        },
+        "RevokeEndUserTokens": {
+            "operationId": "revoke_embed_tokens",
+            "requestBody": {"end_user_id": _END_USER_ID},
+            "description": "Revoke the embed tokens of the end user returned.",
+            "x-schemathesis": {"merge_body": False},
         },
     },
 }
