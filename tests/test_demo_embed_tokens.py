@@ -17,7 +17,9 @@ import re
 import jwt
 import pytest
 from django.test import Client
+from django.utils import timezone
 
+from example_project.dashboards.customer_site import SIGNED_IN
 from example_project.dashboards.demo import (
     DEMO_GROUPS,
     DEMO_PEOPLE,
@@ -25,6 +27,7 @@ from example_project.dashboards.demo import (
     seed_demo_groups,
     seed_demo_people,
 )
+from example_project.dashboards.models import SignOut
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
 from tests.support.embed import clock_moved
 from tests.support.factories import WorkspaceFactory
@@ -495,6 +498,30 @@ def test_sign_out_everywhere_revokes_the_persons_tokens_in_every_customer(client
     assert "dashboard-frame" not in html
     # Signing in again: a new token, which works.
     assert fetch(client, signed_in_token(client, "acme-eu", "dana.kowalski")).status_code == 200
+
+
+def test_sign_out_everywhere_ends_the_persons_sign_in_in_every_browser(client, demo):
+    laptop = Client()
+    on_laptop = signed_in_token(laptop, "acme-eu", "anna.schmidt")
+    signed_in_token(client, "acme-eu", "anna.schmidt")
+    assert sign_out(client, "acme-eu", "anna.schmidt").status_code == 302
+    # The laptop's open dashboard is refused, and its timer gets no fresh token.
+    assert_refused(fetch(laptop, on_laptop), 401, "authentication_failed")
+    assert mint(laptop, "acme-eu", "anna.schmidt").json()["error"] == "signed_out"
+    assert "<h1>Signed out</h1>" in laptop.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    # Signing in again there is a new sign-in, after the sign-out: it counts.
+    assert fetch(laptop, signed_in_token(laptop, "acme-eu", "anna.schmidt")).status_code == 200
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 403  # still signed out here
+
+
+def test_a_session_without_a_sign_in_time_is_signed_out_by_any_sign_out(client, demo):
+    signed_in_token(client, "acme-eu", "anna.schmidt")
+    session = client.session
+    session[SIGNED_IN] = {"group": "acme-eu", "person": "anna.schmidt"}
+    session.save()
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 200
+    SignOut.objects.create(end_user_id="anna.schmidt", signed_out_at=timezone.now())
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 403
 
 
 def test_a_person_the_host_disabled_gets_no_token_and_loses_theirs(client, demo):

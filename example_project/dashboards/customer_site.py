@@ -12,8 +12,9 @@ attributes that narrow the rows), and answers it to the page's script
 a URL. The frame asks again before the token expires.
 
 "Sign out everywhere" (``POST /demo/sign-out/``) revokes every embed token of the person,
-in every customer, and signs the person out here: the backend mints nothing more for them
-until they sign in again, so an open dashboard ends at its next request.
+in every customer, and ends their sign-ins on this site in every browser
+(:class:`~example_project.dashboards.models.SignOut`): the backend mints nothing more for
+them until they sign in again, so an open dashboard ends at its next request.
 
 A real customer backend calls the API with its API key (``POST /api/user/embed-token``,
 ``POST /api/user/embed-token/revoke``); this one lives in the same process as the host,
@@ -24,9 +25,11 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_deny
 from django.views.decorators.debug import sensitive_variables
@@ -38,6 +41,7 @@ from example_project.dashboards.demo import (
     people_of,
     person_of,
 )
+from example_project.dashboards.models import SignOut
 from example_project.dashboards.queries import SCHEMA_ID
 from usergroups.embed.origins import normalize_origin
 from usergroups.models import Workspace
@@ -52,11 +56,9 @@ CUSTOMER_SITE_CSP = (
     "frame-ancestors 'none'"
 )
 
-# This browser's sign-in on the customer site, in its session: {"group", "person"}.
+# This browser's sign-in on the customer site, in its session: {"group", "person", "at"}
+# ("at": when, in epoch seconds; a sign-out everywhere since then ends it).
 SIGNED_IN = "demo_signed_in"
-# Whom this browser last signed out everywhere, and from which customer's page: that page
-# shows the signed-out state (no dashboard, no token) until someone signs in again.
-SIGNED_OUT = "demo_signed_out"
 
 
 def demo_site_enabled() -> bool:
@@ -91,15 +93,28 @@ def demo_workspace() -> Workspace:
 
 def viewer(request: HttpRequest, provided_id: str) -> tuple[str, dict | None]:
     """Who this browser views the customer ``provided_id`` as: ``("person", person)``
-    signed in, ``("signed_out", person)`` after a sign-out everywhere, or
-    ``("customer", None)`` when nobody of this customer signed in (the group's own view)."""
-    for state, key in (("person", SIGNED_IN), ("signed_out", SIGNED_OUT)):
-        entry = request.session.get(key)
-        if isinstance(entry, dict) and entry.get("group") == provided_id:
-            person = person_of(provided_id, str(entry.get("person", "")))
-            if person is not None:
-                return state, person
-    return "customer", None
+    signed in, ``("signed_out", person)`` when that person signed out everywhere since (in
+    this browser or another), or ``("customer", None)`` when nobody of this customer
+    signed in here (the group's own view)."""
+    entry = request.session.get(SIGNED_IN)
+    if not isinstance(entry, dict) or entry.get("group") != provided_id:
+        return "customer", None
+    person = person_of(provided_id, str(entry.get("person", "")))
+    if person is None:
+        return "customer", None
+    if signed_out_since(person["end_user_id"], entry.get("at")):
+        return "signed_out", person
+    return "person", person
+
+
+def signed_out_since(end_user_id: str, signed_in_at: object) -> bool:
+    """Whether the person signed out everywhere after a sign-in at ``signed_in_at``
+    (epoch seconds; anything else counts as before): one indexed read."""
+    rows = SignOut.objects.filter(end_user_id=end_user_id)
+    last = rows.values_list("signed_out_at", flat=True).first()
+    if last is None:
+        return False
+    return not isinstance(signed_in_at, int | float) or last.timestamp() >= signed_in_at
 
 
 def refused(code: str, message: str) -> JsonResponse:
@@ -205,8 +220,11 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     if person is None:
         raise Http404("No such person for this customer in the site's directory.")
     request.session.cycle_key()  # a new session for a new sign-in, as django's login does
-    request.session[SIGNED_IN] = {"group": provided_id, "person": person["end_user_id"]}
-    request.session.pop(SIGNED_OUT, None)
+    request.session[SIGNED_IN] = {
+        "group": provided_id,
+        "person": person["end_user_id"],
+        "at": timezone.now().timestamp(),
+    }
     return page_of(provided_id)
 
 
@@ -215,18 +233,22 @@ def sign_in(request: HttpRequest) -> HttpResponse:
 def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
     """POST /demo/sign-out/ (``group``, ``person``, CSRF protected): revoke every embed
     token of the person signed in here, in every customer (the service behind
-    ``POST /api/user/embed-token/revoke`` with ``{"end_user_id": …}``), and sign them out
-    of this site. Answers JSON to the page's script (the page stays, so its open
+    ``POST /api/user/embed-token/revoke`` with ``{"end_user_id": …}``), and end their
+    sign-ins on this site, in every browser. Answers JSON to the page's script (the page stays, so its open
     dashboard shows the end at its next request), else shows the customer's page."""
     workspace = demo_workspace()
     provided_id = request.POST.get("group", "")
     state, person = viewer(request, provided_id)
     if state != "person" or person is None or request.POST.get("person") != person["end_user_id"]:
         return refused("signed_out", "That person is not signed in on this site.")
-    # None: the person never had a token (nor was seeded): nothing to revoke.
+    # The site's half first: from now on it mints nothing for the person, in any browser
+    # (a mint asked for meanwhile is refused, or its token is one the revocation catches).
+    with transaction.atomic():
+        SignOut.objects.update_or_create(
+            end_user_id=person["end_user_id"], defaults={"signed_out_at": timezone.now()}
+        )
+    # The host's half. None: the person never had a token (nor was seeded): nothing to do.
     end_users.revoke_tokens(workspace.pk, person["end_user_id"])
-    request.session.pop(SIGNED_IN, None)
-    request.session[SIGNED_OUT] = {"group": provided_id, "person": person["end_user_id"]}
     if request.headers.get("Accept", "").startswith("application/json"):
         return JsonResponse(
             {"signed_out": person["end_user_id"], "display_name": person["display_name"]}

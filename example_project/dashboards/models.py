@@ -30,3 +30,15 @@ class UsWarehouseSale(SalesRow):
     class Meta:
         db_table = "dashboards_sales_us_warehouse"
         indexes = [models.Index(fields=["region", "month"], name="dash_us_region_month")]
+
+
+class SignOut(models.Model):
+    """The customer site's own record of a person's last "sign out everywhere": a
+    sign-in from before it no longer counts, in any browser (the site's half of the
+    sign-out; the host's half is the revocation of the person's embed tokens)."""
+
+    end_user_id = models.CharField(max_length=255, unique=True)
+    signed_out_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.end_user_id} signed out everywhere at {self.signed_out_at}"
