@@ -176,6 +176,20 @@ def test_a_bad_end_user_is_invalid(api_client, group, end_user):
     assert not EndUser.objects.exists()
 
 
+def test_a_token_too_large_for_a_person_changes_nothing(api_client, group):
+    body = {
+        "user_group_id": group.provided_id,
+        "end_user": {"id": "\N{GRINNING FACE}" * 255, "attributes": {"a": 1}},  # 1020 bytes
+        "params": {"p": "y" * 1900},
+        "resource": "r" * 255,
+        "origin": "https://" + "o" * 60 + ".example",
+    }
+    assert_error(
+        mint(api_client, body), 400, "invalid", fields=["params", "resource", "origin", "end_user"]
+    )
+    assert not EndUser.objects.exists()
+
+
 @pytest.mark.parametrize("exclusive", [1, "true", None, "yes"])
 def test_exclusive_must_be_a_boolean(api_client, group, exclusive):
     body = {"user_group_id": group.provided_id, "end_user": {"id": "ann"}, "exclusive": exclusive}
@@ -378,7 +392,7 @@ def test_the_sequence_reset_on_postgresql_never_revives_another_workspaces_token
     assert_refused(token)
 
 
-def test_existing_groups_get_distinct_bindings(workspace):
+def test_each_new_group_gets_a_binding_of_its_own(workspace):
     groups = UserGroupFactory.create_batch(3, workspace=workspace)
     assert len({g.embed_binding for g in groups}) == 3 and all(g.embed_binding for g in groups)
 
@@ -414,6 +428,7 @@ def test_a_disabled_persons_tokens_are_refused(api_client, workspace, group):
     send(api_client, "PUT", {"end_user_id": "ann", "disabled": True}, path=END_USER_URL)
     assert_refused(token)
     send(api_client, "PUT", {"end_user_id": "ann", "disabled": False}, path=END_USER_URL)
+    assert_refused(token)  # disabling revoked it: enabling does not bring it back
     assert works(person_token(api_client, group.provided_id))
 
 

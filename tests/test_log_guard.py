@@ -37,7 +37,13 @@ def test_the_detector_finds_keys_and_tokens():
 
 def embed_token():
     return tokens.sign(
-        team_id=7, user_group_id="acme", generation=0, issued_at=int(time.time()), expires_in=60
+        team_id=7,
+        user_group_id="acme",
+        binding=tokens.Binding(
+            workspace_id=1, workspace_generation=0, group_binding="b", group_generation=0
+        ),
+        issued_at=int(time.time()),
+        expires_in=60,
     )
 
 

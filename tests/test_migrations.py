@@ -11,7 +11,7 @@ from django.db.migrations.loader import MigrationLoader
 
 from tests.support.api import client_for, get_or_create
 from usergroups import crypto
-from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
+from usergroups.models import APIKey, EndUser, SchemaMapping, UserGroup, Workspace
 from usergroups.scopes import SCOPES
 
 TABLES = {model._meta.db_table for model in (Workspace, APIKey, UserGroup, SchemaMapping)}
@@ -216,3 +216,37 @@ def test_existing_keys_get_every_scope():
     assert all(getattr(migrated, f"scope_{scope}") is True for scope in SCOPES)
     response = get_or_create(client_for(key), {"user_group_id": "made-by-an-old-key"})
     assert response.status_code == 200 and response.json()["new_user_group"] is True
+
+
+BEFORE_BINDINGS = ("usergroups", "0009_enduser")
+WITH_BINDINGS = ("usergroups", "0010_embed_bindings")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_groups_and_end_users_get_a_binding_each():
+    """AddField's default is evaluated once for every existing row: 0010 gives each row a
+    value of its own, so no two groups (or end users) share the value their tokens carry."""
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate([BEFORE_BINDINGS])
+        old_apps = executor.loader.project_state([BEFORE_BINDINGS]).apps
+        workspace = old_apps.get_model("usergroups", "Workspace").objects.create(slug="pre-0010")
+        OldGroup = old_apps.get_model("usergroups", "UserGroup")
+        OldEndUser = old_apps.get_model("usergroups", "EndUser")
+        for n in range(3):
+            OldGroup.objects.create(
+                workspace=workspace,
+                provided_id=f"g{n}",
+                name="g",
+                token_digest=f"{n:064d}",
+                token_sealed="s",
+            )
+            OldEndUser.objects.create(workspace=workspace, end_user_id=f"u{n}", display_name="u")
+        executor = MigrationExecutor(connection)
+        executor.migrate([WITH_BINDINGS])
+    finally:
+        call_command("migrate", "usergroups", verbosity=0)
+
+    for model in (UserGroup, EndUser):
+        bindings = list(model.objects.values_list("embed_binding", flat=True))
+        assert len(bindings) == 3 and len(set(bindings)) == 3 and all(bindings)

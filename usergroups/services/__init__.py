@@ -6,7 +6,8 @@ parent must keep: used by :mod:`.groups`, writes nothing), :mod:`.lineage` (the 
 and down the hierarchy: a group with what it inherits, ancestors, descendants; reads only),
 :mod:`.keys` (API keys: issue, lookup, use, change, revocation, deletion),
 :mod:`.end_users` (end users: create-or-update, disable, revoke their tokens, delete) and
-:mod:`.embed` (embed tokens: mint, introspect, revoke; writes only a revocation). The API
+:mod:`.embed` (embed tokens: mint, introspect, verify, revoke on every axis; writes a
+revocation, and an end user through :mod:`.end_users` when a mint names one). The API
 views, the admin, the management commands and host code all call them, so signals,
 logging and guarantees are the same from every door.
 """

@@ -33,6 +33,7 @@ from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from usergroups.conf import usergroups_settings
+from usergroups.crypto import new_binding
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.models import RevokedEmbedToken, UserGroup, Workspace
@@ -85,6 +86,9 @@ class VariablesLocked(ValueError):
         self.clashes = clashes
 
 
+#: The largest generation a column holds (a 32-bit IntegerField on every database).
+MAX_GENERATION = 2**31 - 1
+
 _MINTED_FIELDS = (
     "team_id",
     "provided_id",
@@ -97,7 +101,7 @@ _MINTED_FIELDS = (
 
 def group_to_mint(workspace_id: int, provided_id: str) -> MintedGroup | None:
     """The workspace's group ``provided_id``, as a mint names it; None if there is none.
-    One indexed read of the group's own row."""
+    One indexed read of the group's own row, joined to its workspace's."""
     groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
     rows = groups.order_by().values_list(*_MINTED_FIELDS)[:1]
     return next((MintedGroup(*row) for row in rows), None)
@@ -159,36 +163,44 @@ def mint_embed_token(
         return None
     if not may_replace_variables:
         _check_locked(group, params, end_user)
-    person, bound_person = None, None
-    if end_user is not None:
+    seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
+    issued_at = int(timezone.now().timestamp())
+
+    def sign(person: tokens.EndUserBinding | None) -> str:
+        binding = tokens.Binding(
+            workspace_id=workspace_id,
+            workspace_generation=group.workspace_generation,
+            group_binding=group.embed_binding,
+            group_generation=group.embed_generation,
+            key_prefix=key_prefix,
+            end_user=person,
+        )
+        return tokens.sign(
+            team_id=group.team_id,
+            user_group_id=group.provided_id,
+            binding=binding,
+            issued_at=issued_at,
+            expires_in=seconds,
+            resource=resource,
+            origin=origin,
+            params=params,
+        )
+
+    person = None
+    if end_user is None:
+        token = sign(None)
+    else:
+        # Signed once with the widest values the person's claims can take before the
+        # person is written: a token too large is refused with nothing changed.
+        sign(tokens.EndUserBinding(end_user.end_user_id, new_binding(), MAX_GENERATION))
         person, _created = end_users.put_end_user(
             workspace_id, end_user.end_user_id, end_user.changes, for_mint=True
         )
         if exclusive:
             person = end_users.start_exclusive_session(person)
-        bound_person = tokens.EndUserBinding(
-            person.end_user_id, person.embed_binding, person.embed_generation
+        token = sign(
+            tokens.EndUserBinding(person.end_user_id, person.embed_binding, person.embed_generation)
         )
-    seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
-    issued_at = int(timezone.now().timestamp())
-    binding = tokens.Binding(
-        workspace_id=workspace_id,
-        workspace_generation=group.workspace_generation,
-        group_binding=group.embed_binding,
-        group_generation=group.embed_generation,
-        key_prefix=key_prefix,
-        end_user=bound_person,
-    )
-    token = tokens.sign(
-        team_id=group.team_id,
-        user_group_id=group.provided_id,
-        binding=binding,
-        issued_at=issued_at,
-        expires_in=seconds,
-        resource=resource,
-        origin=origin,
-        params=params,
-    )
     expires_at = datetime.fromtimestamp(issued_at + seconds, UTC)
     # DEBUG: a mint comes with every dashboard load and refresh; the app logs its
     # writes at INFO (an end user's change is logged by services.end_users).

@@ -195,11 +195,12 @@ def _update(
                 setattr(row, name, changes[name])
             row.updated_at = timezone.now()
             written = [*differing, "updated_at"]
-            if "disabled" in differing and row.disabled:
-                # Verification refuses a disabled person's tokens; the time is for the admin.
-                row.tokens_revoked_at = row.updated_at
-                written.append("tokens_revoked_at")
             row.save(update_fields=written)
+            if "disabled" in differing and row.disabled:
+                # Verification refuses a disabled person's tokens; disabling also revokes
+                # them, so enabling the person again does not bring them back.
+                _advance(EndUser.objects.filter(pk=row.pk), row.updated_at)
+                row.refresh_from_db(fields=["embed_generation", "tokens_revoked_at"])
     record = EndUserRecord.from_model(row)
     if differing:
         send_on_commit(end_user_updated, EndUser, end_user=record)
@@ -226,10 +227,12 @@ def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     return record
 
 
-def _advance(rows: QuerySet[EndUser]) -> int:
-    """Advance the embed generation of ``rows`` (one ``UPDATE``, which locks them);
-    how many there were."""
-    return rows.update(embed_generation=F("embed_generation") + 1, tokens_revoked_at=timezone.now())
+def _advance(rows: QuerySet[EndUser], at: datetime | None = None) -> int:
+    """Advance the embed generation of ``rows`` (one ``UPDATE``, which locks them),
+    revoked ``at`` (default: now); how many there were."""
+    return rows.update(
+        embed_generation=F("embed_generation") + 1, tokens_revoked_at=at or timezone.now()
+    )
 
 
 @retry_on_deadlock

@@ -4,9 +4,11 @@ the descendants of a group (a move, a delete). Each is one query at any depth.
 
 The ORM has no recursive query of its own; these are recursive CTEs (``WITH RECURSIVE``,
 which SQLite, PostgreSQL and MariaDB all run). The walks of many groups are django-cte
-querysets; the hot read of one group (:func:`find_group`) is one statement written once
-per database from the models' metadata and run by ``Manager.raw()``, so it goes through
-Django's cursor and the fields' converters like any other query. A walk stops after
+querysets; the hot reads of one group (:func:`find_group`, and :func:`find_token_group`,
+which also checks everything an embed token is bound to and reads its end user) are
+statements written once per database from the models' metadata and run by
+``Manager.raw()``, so they go through Django's cursor and the fields' converters like any
+other query. A walk stops after
 :func:`walk_limit` levels: the services never let a hierarchy hold a cycle or grow that
 deep, and the stop keeps a corrupted row from looping.
 """
