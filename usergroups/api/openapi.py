@@ -852,6 +852,8 @@ class UserGroupAutoSchema(AutoSchema):
                     component.schema["oneOf"] = [
                         {"required": [name]} for name in EXACTLY_ONE_OF[shape]
                     ]
+                    if "requestBody" in operation:  # no field is required, the body is
+                        operation["requestBody"]["required"] = True
                 if shape in REQUEST_DESCRIPTIONS:
                     component.schema["description"] = REQUEST_DESCRIPTIONS[shape]
             if "requestBody" not in operation:
