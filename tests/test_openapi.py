@@ -444,3 +444,7 @@ def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
     assert components["Succeeded"] == {"type": "integer", "enum": [1]}
     stored = components["UserGroup"]["properties"]["properties"]
     assert stored["nullable"] is True
+
+
+def test_the_error_codes_name_end_user_disabled(schema):
+    assert "end_user_disabled" in schema["components"]["schemas"]["ErrorCode"]["enum"]

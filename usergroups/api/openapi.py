@@ -291,6 +291,7 @@ ERROR_CODES = [
     "parse_error", "invalid", "not_authenticated", "authentication_failed", "permission_denied",
     "not_found", "method_not_allowed", "conflict", "length_required", "request_too_large",
     "unsupported_media_type", "throttled", "service_unavailable", "token_unavailable",
+    "end_user_disabled",
 ]  # fmt: skip
 
 
@@ -734,7 +735,6 @@ REQUEST_DESCRIPTIONS: dict[type[serializers.Serializer], str] = {
 }
 
 _GROUP_ID = "$response.body#/user_group/provided_id"
-_END_USER_ID = "$response.body#/end_user/end_user_id"
 #: OpenAPI links from an operation's 200 answer to the operations that take what it
 #: returns (the group's token or id), by operationId.
 LINKS: dict[str, Schema] = {
@@ -778,24 +778,6 @@ LINKS: dict[str, Schema] = {
             "operationId": "list_user_groups",
             "parameters": {"parent_user_group_id": _GROUP_ID},
             "description": "List the direct children of the group returned.",
-        },
-    },
-    "put_end_user": {
-        "GetEndUser": {
-            "operationId": "get_end_user",
-            "requestBody": {"end_user_id": _END_USER_ID},
-            "description": "Read the end user returned.",
-        },
-        "DeleteEndUser": {
-            "operationId": "delete_end_user",
-            "requestBody": {"end_user_id": _END_USER_ID},
-            "description": "Delete the end user returned.",
-        },
-        "RevokeEndUserTokens": {
-            "operationId": "revoke_embed_tokens",
-            "requestBody": {"end_user_id": _END_USER_ID},
-            "description": "Revoke the embed tokens of the end user returned.",
-            "x-schemathesis": {"merge_body": False},
         },
     },
 }
