@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from example_project.dashboards.demo import seed_demo_groups
+from example_project.dashboards.demo import seed_demo_groups, seed_demo_people
 from example_project.dashboards.sources import ensure_sample_data
 from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, database_url, server_env
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
@@ -112,12 +112,13 @@ def admin_login(page, live_server, django_user_model, screenshot):
 
 @pytest.fixture
 def demo(transactional_db, settings):
-    """What ``make demo`` sets up: the demo workspace, its groups, the sample rows, and
-    an API key for the customer site's backend. Returns ``(workspace, API key)``."""
+    """What ``make demo`` sets up: the demo workspace, its groups and people, the sample
+    rows, and an API key for the customer site's backend. Returns ``(workspace, API key)``."""
     settings.DASHBOARDS_DEMO_SITE = True
     ensure_sample_data()
     workspace = WorkspaceFactory(slug="demo", name="Demo")
     seed_demo_groups(workspace)
+    seed_demo_people(workspace)
     return workspace, APIKeyFactory(workspace=workspace, name="customer site backend").key
 
 
