@@ -3,8 +3,9 @@
 What the test does on the site and through the API commits audit events; a real worker
 process (``manage.py db_worker``) delivers them, signed, to the site's own receiver
 (``/demo/webhook/``, which verifies the signature), and the panel, which polls the
-receiver's list, shows each within a bounded wait: the mint of a dashboard's embed token,
-the revocation of the group's embed tokens (with its axis), a rotation of its token.
+receiver's list, shows each within a bounded wait: the mints of a customer's and a
+person's dashboards, the revocations of the person's tokens (sign out everywhere) and of
+the group's (each with its axis), a rotation of the group's token.
 Nothing secret is shown. Screenshot: artifacts/screenshots/activity-*.png.
 """
 
@@ -50,6 +51,14 @@ def test_the_activity_panel_lists_mints_revocations_and_changes_as_they_happen(
     expect(minted.first).to_contain_text("for sales")
     screenshot("activity-01-a-mint")
 
+    # A person signs in (a mint naming her) and signs out everywhere (her tokens revoked,
+    # the end-user axis); the page stays open, the panel takes the events as they come.
+    page.get_by_role("list", name="People of Acme Europe").get_by_role(
+        "button", name=re.compile("Anna Schmidt")
+    ).click()
+    expect_rows(page, "eu_warehouse", {"DE"})
+    page.get_by_role("button", name="Sign out everywhere").click()
+    expect(page.locator("#signed-out-notice")).to_be_visible()
     # The customer's backend revokes the group's embed tokens, then rotates its token.
     status, body = call_api(
         live_server.url, api_key, "POST", {"user_group_id": "acme-eu"},
@@ -60,21 +69,24 @@ def test_the_activity_panel_lists_mints_revocations_and_changes_as_they_happen(
     status, body = call_api(live_server.url, api_key, "POST", {"current_token": old_token})
     assert status == 200, body
 
-    revoked = events.locator('[data-action="embed_token.revoked"]')
-    expect(revoked).to_have_count(1, timeout=ARRIVES_MS)
-    expect(revoked).to_contain_text("group acme-eu")
-    expect(revoked).to_contain_text("axis user_group")
-    prefix = services.keys.find_api_key(api_key).prefix  # a key is named by its prefix only
-    expect(revoked).to_contain_text(f"by api_key {prefix}")
     rotated = events.locator('[data-action="user_group.token_rotated"]')
     expect(rotated).to_have_count(1, timeout=ARRIVES_MS)
-    # Newest first: the rotation above the revocation, both above the mint.
+    expect(rotated).to_contain_text("group acme-eu")
+    revoked = events.locator('[data-action="embed_token.revoked"]')
+    expect(revoked).to_have_count(2, timeout=ARRIVES_MS)
+    by_group, by_person = revoked.nth(0), revoked.nth(1)  # newest first
+    expect(by_group).to_contain_text("group acme-eu · axis user_group")
+    prefix = services.keys.find_api_key(api_key).prefix  # a key is named by its prefix only
+    expect(by_group).to_contain_text(f"by api_key {prefix}")
+    expect(by_person).to_contain_text("end user anna.schmidt · axis end_user")
+    expect(by_person).to_have_class(re.compile(r"\bis-new\b"))  # came in while open
+    expect(minted.filter(has_text="end user anna.schmidt")).to_have_count(1)
     actions = events.locator("[data-action]").evaluate_all(
         "items => items.map(item => item.dataset.action)"
     )
     assert actions.index("user_group.token_rotated") < actions.index("embed_token.revoked")
     assert actions.index("embed_token.revoked") < actions.index("embed_token.minted")
-    screenshot("activity-02-revoked-and-rotated")
+    screenshot("activity-02-signed-out-revoked-rotated")
 
     # Nothing secret on the page: no group token, embed token, key or webhook secret.
     shown = page.content()
