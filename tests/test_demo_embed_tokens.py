@@ -4,7 +4,11 @@ The customer site (``/demo/``) never puts a token in its page: its script asks t
 backend (``POST /demo/embed-token/``), which mints a short-lived embed token locked to the
 site's origin and to the ``sales`` dashboard. The dashboard sends it in
 ``Authorization: Embed …`` to ``/embed/api/sales/``, which also still takes group tokens.
-The browser side (refresh without reload, "access revoked") is in tests/e2e/.
+Signed in as a person of the customer's (CONTRACT section 7), the backend mints for that
+person (``end_user``), whose attributes narrow the rows; "sign out everywhere" revokes the
+person's tokens in every customer and the backend mints nothing more for them.
+The browser side (refresh without reload, "access revoked", "session ended") is in
+tests/e2e/.
 """
 
 import json
@@ -13,17 +17,28 @@ import re
 import jwt
 import pytest
 from django.test import Client
+from django.utils import timezone
 
-from example_project.dashboards.demo import DEMO_GROUPS, seed_demo_groups
+from example_project.dashboards.customer_site import SIGNED_IN
+from example_project.dashboards.demo import (
+    DEMO_GROUPS,
+    DEMO_PEOPLE,
+    people_of,
+    seed_demo_groups,
+    seed_demo_people,
+)
+from example_project.dashboards.models import SignOut
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
 from tests.support.embed import clock_moved
 from tests.support.factories import WorkspaceFactory
 from usergroups import services
-from usergroups.models import UserGroup
+from usergroups.models import EndUser, UserGroup
 
 SITE = "http://testserver"  # the test client's origin: the customer site's and the host's
 PAGE_URL = "/demo/"
 MINT_URL = "/demo/embed-token/"
+SIGN_IN_URL = "/demo/sign-in/"
+SIGN_OUT_URL = "/demo/sign-out/"
 SALES_URL = "/embed/api/sales/"
 GROUP_TOKEN = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
 EMBED_TOKEN = re.compile(r"eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+")
@@ -39,14 +54,32 @@ def demo(settings, db):
     return workspace
 
 
-def mint(client, group="acme-eu", **extra):
-    return client.post(MINT_URL, {"group": group}, **extra)
+def mint(client, group="acme-eu", person="", **extra):
+    return client.post(MINT_URL, {"group": group, "person": person}, **extra)
 
 
-def minted_token(client, group="acme-eu") -> str:
-    response = mint(client, group)
+def minted_token(client, group="acme-eu", person="") -> str:
+    response = mint(client, group, person)
     assert response.status_code == 200, response.content
     return response.json()["embed_token"]
+
+
+def sign_in(client, group, person, **extra):
+    return client.post(SIGN_IN_URL, {"group": group, "person": person}, **extra)
+
+
+def sign_out(client, group, person, **extra):
+    return client.post(SIGN_OUT_URL, {"group": group, "person": person}, **extra)
+
+
+def signed_in_token(client, group, person) -> str:
+    """Sign the client in as ``person`` of ``group``, then mint as the page's script does."""
+    assert sign_in(client, group, person).status_code == 302
+    return minted_token(client, group, person)
+
+
+def rows_of(source: str, regions: set[str]) -> int:
+    return sum(row["region"] in regions for row in sample_rows(source))
 
 
 def fetch(client, token, **extra):
@@ -320,3 +353,210 @@ def test_the_dashboard_names_the_configured_customer_sites_too(client, demo, set
         f"frame-ancestors 'self' {SITE} https://app.example.com"
     )
     assert f'["{SITE}", "https://app.example.com"]' in response.content.decode()
+
+
+# --- Signed in as a person (contract section 7) ------------------------------------------
+
+
+def test_the_page_lists_the_chosen_customers_people_to_sign_in_as(client, demo):
+    html = client.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    for person in DEMO_PEOPLE:
+        listed = f'name="person" value="{person["end_user_id"]}"' in html
+        assert listed == ("acme-eu" in person["customers"]), person["end_user_id"]
+    # Nobody signed in: the customer's own view, framed for no person.
+    assert "Nobody signed in" in html and 'data-person=""' in html
+    assert "sign-out-form" not in html
+
+
+def test_signing_in_shows_the_person_and_frames_the_dashboard_for_them(client, demo):
+    response = sign_in(client, "acme-eu", "anna.schmidt")
+    assert response.status_code == 302
+    assert response["Location"] == "/demo/?group=acme-eu"
+    html = client.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    assert "Signed in as <strong>Anna Schmidt</strong>" in html
+    assert 'data-person="anna.schmidt"' in html and 'id="sign-out-form"' in html
+    assert not EMBED_TOKEN.search(html)
+    # Another customer's page is that customer's own view: Anna does not work there.
+    html = client.get(PAGE_URL, {"group": "globex-us"}).content.decode()
+    assert 'data-person=""' in html
+
+
+@pytest.mark.parametrize(
+    ("group", "person"),
+    [("acme-eu", "hank.scorpio"), ("acme-eu", "nobody"), ("acme-eu", ""), ("nowhere", "anna")],
+)
+def test_one_signs_in_only_as_a_person_of_that_customer(client, demo, group, person):
+    assert sign_in(client, group, person).status_code == 404
+    assert 'data-person=""' in client.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+
+
+def test_signing_in_and_out_are_posts_with_csrf(demo):
+    client = Client(enforce_csrf_checks=True)
+    assert (
+        client.get(SIGN_IN_URL, {"group": "acme-eu", "person": "anna.schmidt"}).status_code == 405
+    )
+    assert sign_in(client, "acme-eu", "anna.schmidt").status_code == 403
+    page = client.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    assert sign_in(client, "acme-eu", "anna.schmidt", HTTP_X_CSRFTOKEN=csrf).status_code == 302
+    assert client.get(SIGN_OUT_URL).status_code == 405
+    assert sign_out(client, "acme-eu", "anna.schmidt").status_code == 403
+    assert (
+        'data-person="anna.schmidt"' in client.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    )
+
+
+def test_the_backend_mints_for_the_signed_in_person_with_their_attributes(client, demo):
+    token = signed_in_token(client, "acme-eu", "anna.schmidt")
+    assert claims(token)["end_user_id"] == "anna.schmidt"
+    assert "territory" not in claims(token)  # the attributes stay on the host
+    body = fetch(client, token).json()
+    assert body["end_user"] == {"end_user_id": "anna.schmidt", "display_name": "Anna Schmidt"}
+    assert body["variables"] == {"regions": ["DE", "FR"], "territory": ["DE"]}
+    assert body["variable_sources"] == {"regions": "user_group:acme-eu", "territory": "end_user"}
+    assert expected_regions(body["rows"]) == {"DE"}
+    assert len(body["rows"]) == rows_of("eu_warehouse", {"DE"})
+    assert body["query"]["params"] == ["DE", "FR", "DE"]
+
+
+def test_switching_person_switches_the_rows(client, demo):
+    anna = fetch(client, signed_in_token(client, "acme-eu", "anna.schmidt")).json()
+    bruno = fetch(client, signed_in_token(client, "acme-eu", "bruno.lefevre")).json()
+    assert expected_regions(anna["rows"]) == {"DE"} and expected_regions(bruno["rows"]) == {"FR"}
+    assert bruno["end_user"]["display_name"] == "Bruno Lefèvre"
+    # Signed in as Bruno, the page can no longer mint for Anna.
+    assert mint(client, "acme-eu", "anna.schmidt").json() == {
+        "error": "signed_out",
+        "message": "That person is not signed in on this site.",
+    }
+
+
+def test_a_territory_narrows_the_customers_regions_and_never_widens_them(client, demo):
+    # Dana covers DE and UK: at Acme Europe (DE, FR) she sees DE, at Initech UK she sees UK.
+    at_acme = fetch(client, signed_in_token(client, "acme-eu", "dana.kowalski")).json()
+    at_initech = fetch(client, signed_in_token(client, "initech-uk", "dana.kowalski")).json()
+    assert expected_regions(at_acme["rows"]) == {"DE"}
+    assert expected_regions(at_initech["rows"]) == {"UK"}
+
+
+def test_a_token_without_a_person_shows_the_customers_own_view(client, demo):
+    body = fetch(client, minted_token(client, "acme-eu")).json()
+    assert body["end_user"] is None
+    assert body["variables"] == {"regions": ["DE", "FR"]}
+    assert body["variable_sources"] == {"regions": "user_group:acme-eu"}
+    assert claims(minted_token(client, "acme-eu")).get("end_user_id") is None
+
+
+def test_the_group_token_has_no_sources_to_show(client, demo):
+    token = services.groups.find_group(demo.pk, "acme-eu").token
+    body = client.get(SALES_URL, HTTP_AUTHORIZATION=f"GroupToken {token}").json()
+    assert body["end_user"] is None and body["variable_sources"] is None
+
+
+@pytest.mark.parametrize("person", ["anna.schmidt", ""])
+def test_the_backend_mints_only_for_whom_the_session_signed_in(client, demo, person):
+    # Nobody signed in: Anna's token is refused; the customer's own view is not.
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 403
+    sign_in(client, "acme-eu", "bruno.lefevre")
+    # Bruno signed in: neither Anna's nor the customer's own view in his stead.
+    response = mint(client, "acme-eu", person)
+    assert response.status_code == 403 and response.json()["error"] == "signed_out"
+    assert not EMBED_TOKEN.search(response.content.decode())
+
+
+def test_minting_for_a_seeded_person_writes_nothing_to_them(client, demo):
+    seed_demo_people(demo)
+    before = list(EndUser.objects.order_by("pk").values())
+    signed_in_token(client, "acme-eu", "anna.schmidt")
+    assert list(EndUser.objects.order_by("pk").values()) == before
+
+
+def test_a_persons_dashboard_costs_one_more_query_for_their_name(
+    client, demo, django_assert_num_queries
+):
+    token = signed_in_token(client, "acme-eu", "anna.schmidt")
+    # verification (revocation included), the person's display name, the sales query
+    with django_assert_num_queries(3):
+        assert fetch(client, token).status_code == 200
+
+
+def test_sign_out_everywhere_revokes_the_persons_tokens_in_every_customer(client, demo):
+    at_initech = signed_in_token(client, "initech-uk", "dana.kowalski")
+    at_acme = signed_in_token(client, "acme-eu", "dana.kowalski")
+    other = Client()
+    anna = signed_in_token(other, "acme-eu", "anna.schmidt")
+    response = sign_out(client, "acme-eu", "dana.kowalski", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    assert response.json() == {"signed_out": "dana.kowalski", "display_name": "Dana Kowalski"}
+    assert_refused(fetch(client, at_acme), 401, "authentication_failed")
+    assert_refused(fetch(client, at_initech), 401, "authentication_failed")
+    # Another person of the same customer is not signed out.
+    assert fetch(other, anna).status_code == 200
+    # This browser is signed out: no token for Dana, nor the customer's view in her stead.
+    assert mint(client, "acme-eu", "dana.kowalski").status_code == 403
+    assert mint(client, "acme-eu", "").status_code == 403
+    html = client.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    assert "<h1>Signed out</h1>" in html and "was signed out everywhere" in html
+    assert "dashboard-frame" not in html
+    # Signing in again: a new token, which works.
+    assert fetch(client, signed_in_token(client, "acme-eu", "dana.kowalski")).status_code == 200
+
+
+def test_sign_out_everywhere_ends_the_persons_sign_in_in_every_browser(client, demo):
+    laptop = Client()
+    on_laptop = signed_in_token(laptop, "acme-eu", "anna.schmidt")
+    signed_in_token(client, "acme-eu", "anna.schmidt")
+    assert sign_out(client, "acme-eu", "anna.schmidt").status_code == 302
+    # The laptop's open dashboard is refused, and its timer gets no fresh token.
+    assert_refused(fetch(laptop, on_laptop), 401, "authentication_failed")
+    assert mint(laptop, "acme-eu", "anna.schmidt").json()["error"] == "signed_out"
+    assert "<h1>Signed out</h1>" in laptop.get(PAGE_URL, {"group": "acme-eu"}).content.decode()
+    # Signing in again there is a new sign-in, after the sign-out: it counts.
+    assert fetch(laptop, signed_in_token(laptop, "acme-eu", "anna.schmidt")).status_code == 200
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 403  # still signed out here
+
+
+def test_a_session_without_a_sign_in_time_is_signed_out_by_any_sign_out(client, demo):
+    signed_in_token(client, "acme-eu", "anna.schmidt")
+    session = client.session
+    session[SIGNED_IN] = {"group": "acme-eu", "person": "anna.schmidt"}
+    session.save()
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 200
+    SignOut.objects.create(end_user_id="anna.schmidt", signed_out_at=timezone.now())
+    assert mint(client, "acme-eu", "anna.schmidt").status_code == 403
+
+
+def test_a_person_the_host_disabled_gets_no_token_and_loses_theirs(client, demo):
+    token = signed_in_token(client, "acme-eu", "anna.schmidt")
+    services.end_users.disable_end_user(demo.pk, "anna.schmidt")
+    assert_refused(fetch(client, token), 401, "authentication_failed")
+    response = mint(client, "acme-eu", "anna.schmidt")
+    assert response.status_code == 403 and response.json()["error"] == "end_user_disabled"
+    assert not EMBED_TOKEN.search(response.content.decode())
+
+
+def test_sign_out_everywhere_without_script_shows_the_signed_out_page(client, demo):
+    signed_in_token(client, "acme-eu", "anna.schmidt")
+    response = sign_out(client, "acme-eu", "anna.schmidt")
+    assert response.status_code == 302 and response["Location"] == "/demo/?group=acme-eu"
+    assert "<h1>Signed out</h1>" in client.get(response["Location"]).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("group", "person"), [("acme-eu", "bruno.lefevre"), ("globex-us", "anna.schmidt")]
+)
+def test_one_signs_out_only_the_person_signed_in(client, demo, group, person):
+    token = signed_in_token(client, "acme-eu", "anna.schmidt")
+    response = sign_out(client, group, person, HTTP_ACCEPT="application/json")
+    assert response.status_code == 403
+    assert fetch(client, token).status_code == 200
+
+
+def test_demo_people_are_end_users_of_the_demo_workspace(demo):
+    seeded = seed_demo_people(demo)
+    assert [created for _, created in seeded] == [True] * len(DEMO_PEOPLE)
+    assert [created for _, created in seed_demo_people(demo)] == [False] * len(DEMO_PEOPLE)
+    anna = services.end_users.find_end_user(demo.pk, "anna.schmidt")
+    assert anna.display_name == "Anna Schmidt" and anna.attributes == {"territory": ["DE"]}
+    for group in DEMO_GROUPS:
+        assert 2 <= len(people_of(group["user_group_id"])) <= 4

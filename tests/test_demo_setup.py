@@ -13,8 +13,9 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from example_project.dashboards.demo import DEMO_PEOPLE
 from tests.support import ROOT
-from usergroups.models import APIKey, Workspace
+from usergroups.models import APIKey, EndUser, Workspace
 from usergroups.services.keys import find_api_key, issue_key, revoke_key
 
 pytestmark = pytest.mark.django_db
@@ -131,6 +132,45 @@ def test_the_printed_embed_token_mint_and_its_use_work(tmp_path):
     assert data.status_code == 200 and data.json()["rows"], data.content
     jwks = printed_line(output, "curl -sS -w '\\n' http://127.0.0.1:8000/api/user/embed-token/jwks")
     assert APIClient().get(jwks[-1].removeprefix("http://127.0.0.1:8000")).json()["keys"]
+
+
+def test_the_printed_person_mint_and_sign_out_everywhere_work(tmp_path):
+    """The person flow's API calls as printed: a mint naming Anna, whose territory
+    narrows the rows, then the revocation of her tokens, after which hers are refused."""
+    key_file = tmp_path / ".demo-api-key"
+    output = demo_setup(key_file)
+    mint = printed_line(output, "PERSON_TOKEN=$(curl ")
+    body = json.loads(mint[mint.index("-d") + 1])
+    assert body["end_user"]["id"] == "anna.schmidt"
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key_file.read_text().strip()}")
+    minted = api.post("/api/user/embed-token", body, format="json")
+    assert minted.status_code == 200, minted.content
+    embed = {"HTTP_AUTHORIZATION": f"Embed {minted.json()['embed_token']}"}
+    data = APIClient().get("/embed/api/sales/", HTTP_ORIGIN="http://127.0.0.1:8000", **embed)
+    assert data.status_code == 200, data.content
+    assert {row["region"] for row in data.json()["rows"]} == {"DE"}
+    assert data.json()["variable_sources"]["territory"] == "end_user"
+    revoke = printed_line(
+        output, "curl -sS -w '\\n' -X POST http://127.0.0.1:8000/api/user/embed-token/revoke"
+    )
+    answer = api.post(
+        "/api/user/embed-token/revoke", json.loads(revoke[revoke.index("-d") + 1]), format="json"
+    )
+    assert answer.status_code == 200 and answer.json()["revoked"] == "end_user", answer.content
+    again = APIClient().get("/embed/api/sales/", HTTP_ORIGIN="http://127.0.0.1:8000", **embed)
+    assert again.status_code == 401
+
+
+def test_the_demo_people_are_seeded_once(tmp_path):
+    output = demo_setup(tmp_path / ".demo-api-key")
+    assert f"({len(DEMO_PEOPLE)} new)" in output and "anna.schmidt" in output
+    assert "(0 new)" in demo_setup(tmp_path / ".demo-api-key").split("Demo people")[1]
+    workspace = Workspace.objects.get(slug="demo")
+    seeded = EndUser.objects.filter(workspace=workspace).order_by("end_user_id")
+    assert list(seeded.values_list("end_user_id", "display_name")) == sorted(
+        (person["end_user_id"], person["display_name"]) for person in DEMO_PEOPLE
+    )
 
 
 def test_the_front_page_leads_to_the_demo(client, tmp_path, settings):

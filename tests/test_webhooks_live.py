@@ -12,8 +12,6 @@ and a signature ``standardwebhooks`` verifies. The counts are printed (``-s``).
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -23,26 +21,14 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from standardwebhooks import Webhook as Verifier
 
-from tests.support import ROOT, postgres
-from tests.support.deployment import manage, server_env
+from tests.support import postgres
+from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, manage, server_env
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
 from tests.support.webhook_receiver import Behaviour, ReceiverServer
 
 pytestmark = pytest.mark.live
 
-# Small timeouts and backoff, so that the faults take seconds; attempts without limit, so
-# that nothing is given up during them.
-FAST = {
-    "DJANGO_WEBHOOK_ALLOW_PRIVATE": "true",
-    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "0.8",
-    "USERGROUPS_WEBHOOK_RETRY_BASE_SECONDS": "0.2",
-    "USERGROUPS_WEBHOOK_RETRY_MAX_SECONDS": "1",
-    "USERGROUPS_WEBHOOK_LEASE_SECONDS": "1.5",
-    "USERGROUPS_WEBHOOK_MAX_ATTEMPTS": "100000",
-    "USERGROUPS_WEBHOOK_DISABLE_AFTER_FAILURES": "100000",
-    "USERGROUPS_LOG_LEVEL": "WARNING",
-}
 LIVE_DATABASE = "webhooklive"
 
 
@@ -94,35 +80,6 @@ def kill_mysql_connections(database_url: str) -> int:
         admin.close()
 
 
-class Command:
-    """``manage.py ARGS`` running in its own process group, output to ``log``."""
-
-    def __init__(self, env: dict[str, str], log: Path, *args: str) -> None:
-        self.env, self.log, self.args = env, log, args
-        self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "manage.py", *self.args],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.starts += 1
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
-            self.process.wait(timeout=10)
-
-
 def wait_for(condition, timeout: float, step: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -147,16 +104,16 @@ def delivery_states(env: dict[str, str]) -> str:
 
 def test_every_committed_event_is_delivered_at_least_once_through_faults(database, tmp_path):
     database_url, kind = database
-    env = server_env(database_url, **FAST)
+    env = server_env(database_url, **FAST_WEBHOOKS)
     manage(env, "migrate", "--noinput")
     key = manage(env, "create_api_key", "--workspace", "live").strip()
     server = ReceiverServer()
     receiver = server.start()
-    worker = Command(
+    worker = ManageProcess(
         env, tmp_path / "worker.log", "db_worker", "--interval", "0.05", "--no-startup-delay",
         "--no-reload", "--verbosity", "0",
     )  # fmt: skip
-    sweeper = Command(env, tmp_path / "sweeper.log", "sweep_webhooks", "--every", "0.3")
+    sweeper = ManageProcess(env, tmp_path / "sweeper.log", "sweep_webhooks", "--every", "0.3")
     counts: Counter[str] = Counter({"worker restarts after a crash": 0})
     started = time.monotonic()
     try:
@@ -256,7 +213,7 @@ def test_every_committed_event_is_delivered_at_least_once_through_faults(databas
     copies: dict[str, list[str]] = defaultdict(list)
     accepted: Counter[str] = Counter()
     verifier = Verifier(secret)
-    timeout = float(FAST["USERGROUPS_WEBHOOK_TIMEOUT_SECONDS"])
+    timeout = float(FAST_WEBHOOKS["USERGROUPS_WEBHOOK_TIMEOUT_SECONDS"])
     for got in receiver.answered():
         message = verifier.verify(got.body, got.headers)  # raises on a bad signature
         copies[message["data"]["id"]].append(got.headers["webhook-id"])

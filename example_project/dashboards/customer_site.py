@@ -1,31 +1,52 @@
 """``/demo/``: a stand-in for a *customer site*, its page and its backend.
 
-The page lists the demo workspace's groups and frames the host's dashboard for the chosen
-one. Its backend never hands the long-lived group token to the browser: for each view it
-mints a short-lived embed token (``DASHBOARDS_EMBED_TOKEN_SECONDS``, 60 s in the demo)
-locked to this site's origin and to the ``sales`` dashboard, and answers it to the page's
-script (``POST /demo/embed-token/``), which hands it to the frame with ``postMessage``:
-never in a URL. The frame asks again before the token expires.
+The page lists the demo workspace's groups (the site's customers) and, for the chosen one,
+the people of the site's own directory who may sign in for it. Signed in as a person, it
+frames the host's dashboard for that person; with nobody signed in, for the customer
+itself (a token without a person). Its backend never hands the long-lived group token to
+the browser: for each view it mints a short-lived embed token
+(``DASHBOARDS_EMBED_TOKEN_SECONDS``, 60 s in the demo) locked to this site's origin and
+to the ``sales`` dashboard, naming the signed-in person (``end_user``, with the
+attributes that narrow the rows), and answers it to the page's script
+(``POST /demo/embed-token/``), which hands it to the frame with ``postMessage``: never in
+a URL. The frame asks again before the token expires.
 
-A real customer backend mints with its API key (``POST /api/user/embed-token``); this one
-lives in the same process as the host, so it calls the service behind that endpoint.
+"Sign out everywhere" (``POST /demo/sign-out/``) revokes every embed token of the person,
+in every customer, and ends their sign-ins on this site in every browser
+(:class:`~example_project.dashboards.models.SignOut`): the backend mints nothing more for
+them until they sign in again, so an open dashboard ends at its next request.
+
+A real customer backend calls the API with its API key (``POST /api/user/embed-token``,
+``POST /api/user/embed-token/revoke``); this one lives in the same process as the host,
+so it calls the services behind those endpoints.
 """
+
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.exceptions import SuspiciousOperation
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_deny
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_POST
 
-from example_project.dashboards.demo import demo_workspace_slug
+from example_project.dashboards.demo import (
+    demo_workspace_slug,
+    end_user_of,
+    people_of,
+    person_of,
+)
+from example_project.dashboards.models import SignOut
 from example_project.dashboards.queries import SCHEMA_ID
 from usergroups.embed.origins import normalize_origin
 from usergroups.models import Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import embed, groups
+from usergroups.services import embed, end_users, groups
 
 # The page loads its script and style from this site only, and its script talks to this
 # site only (to mint tokens).
@@ -34,6 +55,10 @@ CUSTOMER_SITE_CSP = (
     "connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
+
+# This browser's sign-in on the customer site, in its session: {"group", "person", "at"}
+# ("at": when, in epoch seconds; a sign-out everywhere since then ends it).
+SIGNED_IN = "demo_signed_in"
 
 
 def demo_site_enabled() -> bool:
@@ -66,6 +91,43 @@ def demo_workspace() -> Workspace:
     return workspace
 
 
+def viewer(request: HttpRequest, provided_id: str) -> tuple[str, dict | None]:
+    """Who this browser views the customer ``provided_id`` as: ``("person", person)``
+    signed in, ``("signed_out", person)`` when that person signed out everywhere since (in
+    this browser or another), or ``("customer", None)`` when nobody of this customer
+    signed in here (the group's own view)."""
+    entry = request.session.get(SIGNED_IN)
+    if not isinstance(entry, dict) or entry.get("group") != provided_id:
+        return "customer", None
+    person = person_of(provided_id, str(entry.get("person", "")))
+    if person is None:
+        return "customer", None
+    if signed_out_since(person["end_user_id"], entry.get("at")):
+        return "signed_out", person
+    return "person", person
+
+
+def signed_out_since(end_user_id: str, signed_in_at: object) -> bool:
+    """Whether the person signed out everywhere after a sign-in at ``signed_in_at``
+    (epoch seconds; anything else counts as before): one indexed read."""
+    rows = SignOut.objects.filter(end_user_id=end_user_id)
+    last = rows.values_list("signed_out_at", flat=True).first()
+    if last is None:
+        return False
+    return not isinstance(signed_in_at, int | float) or last.timestamp() >= signed_in_at
+
+
+def refused(code: str, message: str) -> JsonResponse:
+    """403 for the page's script: no token (or no sign-out) for whom it asked."""
+    return JsonResponse({"error": code, "message": message}, status=403)
+
+
+def page_of(provided_id: str) -> HttpResponseRedirect:
+    return HttpResponseRedirect(
+        f"{reverse('dashboards:customer-site')}?{urlencode({'group': provided_id})}"
+    )
+
+
 def _group_card(group: GroupRecord) -> dict:
     properties = group.properties if isinstance(group.properties, dict) else {}
     regions = properties.get("regions")
@@ -89,6 +151,7 @@ def customer_site(request: HttpRequest) -> HttpResponse:
     cards = [_group_card(group) for group in groups.list_groups(workspace.pk)] if workspace else []
     chosen_id = request.GET.get("group", "")
     chosen = next((card for card in cards if card["provided_id"] == chosen_id), None)
+    state, person = viewer(request, chosen_id) if chosen else ("customer", None)
     response = render(
         request,
         "dashboards/customer_site.html",
@@ -97,6 +160,9 @@ def customer_site(request: HttpRequest) -> HttpResponse:
             "groups": cards,
             "chosen": chosen,
             "chosen_id": chosen_id,
+            "people": people_of(chosen_id) if chosen else [],
+            "state": state,
+            "person": person,
             "token_seconds": embed_token_seconds(),
         },
     )
@@ -108,21 +174,83 @@ def customer_site(request: HttpRequest) -> HttpResponse:
 @require_POST
 @sensitive_variables("minted")
 def mint_embed_token(request: HttpRequest) -> JsonResponse:
-    """POST /demo/embed-token/ (``group=<user_group_id>``, CSRF protected): an embed
-    token for the customer's group, locked to this site's origin, for the page's script.
+    """POST /demo/embed-token/ (``group=<user_group_id>``, ``person=<end_user_id>`` or
+    empty, CSRF protected): an embed token for the customer's group, locked to this site's
+    origin, naming the person signed in on this browser, for the page's script.
 
-    A real site takes the group from its signed-in user, never from the request; the demo
-    lets whoever opens it pick a customer. It never creates a group.
+    A real site takes the group and the person from its signed-in user, never from the
+    request; the demo lets whoever opens it pick a customer and a person, and the request
+    only says whom the page shows, which must be whom the session says: a person signed
+    out (everywhere, or by signing in as someone else) gets no token, and the customer's
+    own view is not minted in their stead. It never creates a group.
     """
     workspace = demo_workspace()
     provided_id = request.POST.get("group", "")
-    minted = embed.mint_embed_token(
-        workspace.pk,
-        provided_id,
-        resource=SCHEMA_ID,
-        origin=site_origin(request),
-        expires_in=embed_token_seconds(),
-    )
+    state, person = viewer(request, provided_id)
+    shown = person["end_user_id"] if state == "person" and person else ""
+    if state == "signed_out" or request.POST.get("person", "") != shown:
+        return refused("signed_out", "That person is not signed in on this site.")
+    try:
+        minted = embed.mint_embed_token(
+            workspace.pk,
+            provided_id,
+            resource=SCHEMA_ID,
+            origin=site_origin(request),
+            expires_in=embed_token_seconds(),
+            end_user=end_user_of(person) if shown and person else None,
+            # As a key with only the embed scope: the person's attributes may narrow the
+            # group's variables with keys of their own, never replace the group's.
+            may_replace_variables=False,
+        )
+    except end_users.EndUserDisabled:  # by the host's operator (admin or API)
+        return refused("end_user_disabled", "That person's access is disabled.")
     if minted is None:
         raise Http404("No such group in the demo workspace.")
     return JsonResponse({"embed_token": minted.token, "expires_in": minted.expires_in})
+
+
+@never_cache
+@require_POST
+def sign_in(request: HttpRequest) -> HttpResponse:
+    """POST /demo/sign-in/ (``group``, ``person``, CSRF protected): sign this browser in as
+    a person of the customer's, as a login form would, then show the customer's page."""
+    demo_workspace()
+    provided_id = request.POST.get("group", "")
+    person = person_of(provided_id, request.POST.get("person", ""))
+    if person is None:
+        raise Http404("No such person for this customer in the site's directory.")
+    request.session.cycle_key()  # a new session for a new sign-in, as django's login does
+    request.session[SIGNED_IN] = {
+        "group": provided_id,
+        "person": person["end_user_id"],
+        "at": timezone.now().timestamp(),
+    }
+    return page_of(provided_id)
+
+
+@never_cache
+@require_POST
+def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
+    """POST /demo/sign-out/ (``group``, ``person``, CSRF protected): revoke every embed
+    token of the person signed in here, in every customer (the service behind
+    ``POST /api/user/embed-token/revoke`` with ``{"end_user_id": …}``), and end their
+    sign-ins on this site, in every browser. Answers JSON to the page's script (the page stays, so its open
+    dashboard shows the end at its next request), else shows the customer's page."""
+    workspace = demo_workspace()
+    provided_id = request.POST.get("group", "")
+    state, person = viewer(request, provided_id)
+    if state != "person" or person is None or request.POST.get("person") != person["end_user_id"]:
+        return refused("signed_out", "That person is not signed in on this site.")
+    # The site's half first: from now on it mints nothing for the person, in any browser
+    # (a mint asked for meanwhile is refused, or its token is one the revocation catches).
+    with transaction.atomic():
+        SignOut.objects.update_or_create(
+            end_user_id=person["end_user_id"], defaults={"signed_out_at": timezone.now()}
+        )
+    # The host's half. None: the person never had a token (nor was seeded): nothing to do.
+    end_users.revoke_tokens(workspace.pk, person["end_user_id"])
+    if request.headers.get("Accept", "").startswith("application/json"):
+        return JsonResponse(
+            {"signed_out": person["end_user_id"], "display_name": person["display_name"]}
+        )
+    return page_of(provided_id)

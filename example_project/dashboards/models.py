@@ -46,3 +46,15 @@ class ReceivedWebhookEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event_type} ({self.message_id})"
+
+
+class SignOut(models.Model):
+    """The customer site's own record of a person's last "sign out everywhere": a
+    sign-in from before it no longer counts, in any browser (the site's half of the
+    sign-out; the host's half is the revocation of the person's embed tokens)."""
+
+    end_user_id = models.CharField(max_length=255, unique=True)
+    signed_out_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.end_user_id} signed out everywhere at {self.signed_out_at}"

@@ -1,6 +1,7 @@
 """The dashboard's one query: a group's sales rows, filtered by its properties.
 
-The host writes the SQL once, with ``{{ regions }}`` where the group's value goes;
+The host writes the SQL once, with ``{{ regions }}`` where the group's value goes (and
+``{{ territory }}``, a person's narrowing, when the token names an end user who has one);
 ``usergroups.contrib.variables.render_sql`` makes it DB-API SQL plus parameters, so a property
 value (however hostile) is only ever data. The data source (the table) comes from the
 group's mapping for the schema id ``sales``, through the allow-list in :mod:`.sources`.
@@ -24,9 +25,19 @@ QUERY = (
     " WHERE {region} IN {{{{ regions }}}}"
     " ORDER BY {month}, {region}, {product}"
 )
-# The column each variable of QUERY is compared with: its values are checked against
-# what that column takes before the query runs.
-VARIABLE_COLUMNS = {"regions": "region"}
+# A person's territory narrows the group's regions: both must hold, so it never widens
+# them. Only when the variables have one (a group's own view, or a person without it,
+# sees the group's regions).
+NARROWED_QUERY = (
+    "SELECT {columns} FROM {table}"
+    " WHERE {region} IN {{{{ regions }}}} AND {region} IN {{{{ territory }}}}"
+    " ORDER BY {month}, {region}, {product}"
+)
+# The column each variable of the queries is compared with: its values are checked
+# against what that column takes before the query runs.
+VARIABLE_COLUMNS = {"regions": "region", "territory": "region"}
+#: The variables that filter the rows, in the order the dashboard shows them.
+FILTERS = ("regions", "territory")
 TEXT_TYPES = {"CharField", "TextField"}
 INTEGER_TYPES = {"SmallIntegerField", "IntegerField", "BigIntegerField"}
 
@@ -48,14 +59,16 @@ def dashboard_variables(
     group: GroupRecord, variables: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The group's properties as variables (or ``variables``, an embed token's: the
-    computed properties with its params on top); ``regions`` may be one value or a list.
+    computed properties, its end user's attributes, its params, each over the one
+    before); ``regions`` and ``territory`` may each be one value or a list.
 
     A missing ``regions`` stays missing: render_sql then refuses the query, rather than
     a group without a filter seeing every row.
     """
     variables = group_variables(group) if variables is None else dict(variables)
-    if "regions" in variables and not isinstance(variables["regions"], list | tuple):
-        variables["regions"] = [variables["regions"]]  # null: [None], IN (NULL), no rows
+    for name in FILTERS:
+        if name in variables and not isinstance(variables[name], list | tuple):
+            variables[name] = [variables[name]]  # null: [None], IN (NULL), no rows
     return variables
 
 
@@ -103,7 +116,7 @@ def sales_rows(group: GroupRecord, variables: dict[str, Any] | None = None) -> S
     connection = connections[using]
     quote = connection.ops.quote_name
     column = {name: quote(model._meta.get_field(name).column) for name in COLUMNS}
-    query = QUERY.format(
+    query = (NARROWED_QUERY if "territory" in variables else QUERY).format(
         columns=", ".join(column[name] for name in COLUMNS),
         table=quote(model._meta.db_table),
         **column,
@@ -113,11 +126,12 @@ def sales_rows(group: GroupRecord, variables: dict[str, Any] | None = None) -> S
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = [dict(zip(COLUMNS, row, strict=True)) for row in cursor.fetchall()]
-    used = {"regions": variables["regions"]}
+    used = {name: variables[name] for name in FILTERS if name in variables}
     return SalesResult(data_source=source, variables=used, sql=sql, params=params, rows=rows)
 
 
 __all__ = [
+    "FILTERS",
     "NoDataSource",
     "SalesResult",
     "VariableError",

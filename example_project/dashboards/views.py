@@ -5,7 +5,9 @@
   expires, and sends it in ``Authorization: Embed …`` to
 - ``/embed/api/sales/``: the host's data endpoint. It takes an embed token (for the
   ``sales`` resource) or, for backends, a group token (``Authorization: GroupToken …``),
-  and runs the dashboard's SQL with the group's variables on the group's data source.
+  and runs the dashboard's SQL with the token's variables on the group's data source.
+  For a token that names a person it answers whom (``end_user``) and, for each variable
+  that filters the rows, where its value came from (``variable_sources``).
 """
 
 from django.conf import settings
@@ -25,6 +27,7 @@ from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.auth.group_token import GroupTokenAuthentication
 from usergroups.auth.permissions import HasEmbedToken, HasGroupToken
 from usergroups.records import GroupRecord
+from usergroups.services import end_users
 
 # The token never leaves this page except in the data request's header.
 EMBED_CSP = (
@@ -69,7 +72,9 @@ class SalesDataView(APIView):
 
     An embed token (the dashboard's) or a group token (a backend's); an embed token minted
     for another resource than ``sales`` is refused (403). The variables are the group's
-    computed properties, with an embed token's locked ``params`` laid over them.
+    computed properties, with an embed token's person's attributes, then its locked
+    ``params``, laid over them (``request.auth.variables``); ``request.auth`` says where
+    each came from (``variable_sources``) and whom the token names (``end_user_id``).
     """
 
     authentication_classes = [GroupTokenAuthentication, EmbedTokenAuthentication]
@@ -90,10 +95,19 @@ class SalesDataView(APIView):
         return response
 
     def get(self, request: Request) -> Response:
+        end_user, sources = None, None
         if isinstance(request.auth, GroupRecord):
             group, variables = request.auth, None
         else:
-            group, variables = request.auth.group, request.auth.variables
+            grant = request.auth
+            group, variables, sources = grant.group, grant.variables, grant.variable_sources
+            if grant.end_user_id is not None:
+                # One more query, for the name to show; the verification read the rest.
+                person = end_users.find_end_user(group.workspace_id, grant.end_user_id)
+                end_user = {
+                    "end_user_id": grant.end_user_id,
+                    "display_name": person.display_name if person else grant.end_user_id,
+                }
         try:
             result = sales_rows(group, variables)
         except NoDataSource:
@@ -104,8 +118,14 @@ class SalesDataView(APIView):
             {
                 "success": 1,
                 "user_group": {"provided_id": group.provided_id, "name": group.name},
+                "end_user": end_user,
                 "data_source": result.data_source,
                 "variables": result.variables,
+                # Where each filter's value came from: "user_group:<id>", "end_user" or
+                # "params"; null for a group token (its group's own properties).
+                "variable_sources": None
+                if sources is None
+                else {name: sources.get(name) for name in result.variables},
                 "query": {"sql": result.sql, "params": result.params},
                 "columns": ["region", "product", "month", "amount"],
                 "rows": result.rows,

@@ -5,12 +5,15 @@ is never needed). Every page visited is saved under ``artifacts/screenshots/``.
 """
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
-from example_project.dashboards.demo import seed_demo_groups
+from example_project.dashboards.demo import seed_demo_groups, seed_demo_people
 from example_project.dashboards.sources import ensure_sample_data
+from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, database_url, server_env
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from tests.support.services import CHROMIUM
 
@@ -109,12 +112,13 @@ def admin_login(page, live_server, django_user_model, screenshot):
 
 @pytest.fixture
 def demo(transactional_db, settings):
-    """What ``make demo`` sets up: the demo workspace, its groups, the sample rows, and
-    an API key for the customer site's backend. Returns ``(workspace, API key)``."""
+    """What ``make demo`` sets up: the demo workspace, its groups and people, the sample
+    rows, and an API key for the customer site's backend. Returns ``(workspace, API key)``."""
     settings.DASHBOARDS_DEMO_SITE = True
     ensure_sample_data()
     workspace = WorkspaceFactory(slug="demo", name="Demo")
     seed_demo_groups(workspace)
+    seed_demo_people(workspace)
     return workspace, APIKeyFactory(workspace=workspace, name="customer site backend").key
 
 
@@ -132,3 +136,26 @@ def watched(page):
 
     page.on("console", console)
     return seen
+
+
+@pytest.fixture
+def task_worker(transactional_db, settings, tmp_path):
+    """``manage.py db_worker`` (django-tasks-db) in a process of its own, beside the live
+    server and on its test database, as ``make demo`` runs it: it delivers the webhooks of
+    what the test commits, with the small webhook settings of the live tests. Stopped
+    before the test's database is flushed; its output is ``tmp_path/worker.log``."""
+    settings.USERGROUPS = {**settings.USERGROUPS, "WEBHOOK_ALLOW_PRIVATE": True}
+    env = server_env(
+        database_url(connection.settings_dict),
+        DJANGO_SECRET_KEY=settings.SECRET_KEY,  # it opens the webhook secrets sealed here
+        **FAST_WEBHOOKS,
+    )
+    worker = ManageProcess(
+        env, tmp_path / "worker.log", "db_worker", "--interval", "0.05", "--no-startup-delay",
+        "--no-reload", "--verbosity", "0",
+    )  # fmt: skip
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.kill(signal.SIGTERM)

@@ -1,7 +1,7 @@
 """Nothing a reader needs is cut at 1280 px, the width of a common laptop screen, in
-Debian's Chromium: the dashboard's KPI cards and the admin's group list. Each check
-measures the element (its text's width against the box's) and saves a screenshot:
-artifacts/screenshots/layout-1280-*.png.
+Debian's Chromium: the dashboard's KPI cards, a signed-in person's bar and filters, and
+the admin's group list. Each check measures the element (its text's width against the
+box's) and saves a screenshot: artifacts/screenshots/layout-1280-*.png.
 """
 
 import re
@@ -43,6 +43,23 @@ def test_the_dashboards_kpi_cards_show_their_whole_value(
     assert re.fullmatch(r"\w{3} \d{4} \([\d,.]+\)", best), best  # e.g. "Jun 2025 (21,240)"
     screenshot(f"layout-1280-dashboard-{customer.split()[0].lower()}")
     assert cut(measured) == []
+
+
+def test_a_signed_in_persons_bar_and_filters_show_whole(laptop, live_server, screenshot, demo):
+    """The customer site's "signed in as" bar with its sign-out button, the people to
+    sign in as, and the dashboard's "viewing as" line with each filter's source."""
+    laptop.goto(f"{live_server.url}/demo/?group=acme-eu")
+    laptop.get_by_role("button", name=re.compile("Dana Kowalski")).click()
+    frame = dashboard(laptop)
+    expect(frame.locator("#dashboard")).to_have_attribute("data-state", "ready")
+    expect(frame.locator("#provenance li")).to_have_count(2)
+    screenshot("layout-1280-person")
+    site = laptop.locator(".viewer-text, .person-name, .person-meta").evaluate_all(WIDTHS)
+    shown = frame.locator("#viewing-as, #provenance li").evaluate_all(WIDTHS)
+    assert len(site) == 1 + 2 * 4 and len(shown) == 3, (site, shown)
+    assert cut(site) == [] and cut(shown) == []
+    button = laptop.get_by_role("button", name="Sign out everywhere")
+    assert button.evaluate("e => e.getBoundingClientRect().right") <= WIDTH
 
 
 def test_the_admin_group_list_shows_the_created_column(laptop, admin_login, screenshot, demo):

@@ -8,8 +8,12 @@ caller's environment.
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 from tests.support import HOST, ROOT
 
@@ -17,6 +21,21 @@ from tests.support import HOST, ROOT
 LIVE_SECRET_KEY = "usergroups-live-run-secret-key-0123456789-abcdefghijklmnopqr"
 # Variables that configure the project under test: set here, never inherited.
 PROJECT_VARIABLES = ("DJANGO_", "DATABASE_", "USERGROUPS_", "BENCH_PG_SCHEMA")
+
+
+# The webhook settings of tests that run a real worker (through the project's environment
+# variables): small timeouts and backoff, so that faults take seconds; attempts without
+# limit, so that nothing is given up during them.
+FAST_WEBHOOKS = {
+    "DJANGO_WEBHOOK_ALLOW_PRIVATE": "true",
+    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "0.8",
+    "USERGROUPS_WEBHOOK_RETRY_BASE_SECONDS": "0.2",
+    "USERGROUPS_WEBHOOK_RETRY_MAX_SECONDS": "1",
+    "USERGROUPS_WEBHOOK_LEASE_SECONDS": "1.5",
+    "USERGROUPS_WEBHOOK_MAX_ATTEMPTS": "100000",
+    "USERGROUPS_WEBHOOK_DISABLE_AFTER_FAILURES": "100000",
+    "USERGROUPS_LOG_LEVEL": "WARNING",
+}
 
 
 def server_env(
@@ -64,3 +83,46 @@ def migrated_site(database_url: str, workspace: str) -> tuple[dict[str, str], st
     env = server_env(database_url)
     manage(env, "migrate", "--noinput")
     return env, manage(env, "create_api_key", "--workspace", workspace).strip()
+
+
+def database_url(settings_dict: dict[str, Any]) -> str:
+    """The ``DATABASE_URL`` of a connection's database (``connection.settings_dict``),
+    e.g. to run a process of the project on the test database pytest-django made."""
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{settings_dict['NAME']}"
+    scheme = "postgres" if settings_dict["ENGINE"].endswith("postgresql") else "mysql"
+    user = quote(settings_dict.get("USER") or "", safe="")
+    if settings_dict.get("PASSWORD"):
+        user += ":" + quote(settings_dict["PASSWORD"], safe="")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    return f"{scheme}://{user}@{host}{port}/{quote(settings_dict['NAME'], safe='')}"
+
+
+class ManageProcess:
+    """``manage.py ARGS`` running in its own process group, output to ``log``."""
+
+    def __init__(self, env: dict[str, str], log: Path, *args: str) -> None:
+        self.env, self.log, self.args = env, log, args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", *self.args],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.starts += 1
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            self.process.wait(timeout=10)

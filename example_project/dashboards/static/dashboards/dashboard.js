@@ -5,7 +5,10 @@
 // answers 401 token_expired) the dashboard asks its parent for a fresh one and swaps it
 // in: no reload, so the region filter and everything else on the page stay as they are.
 // A token refused otherwise (401 authentication_failed: revoked, e.g. the group's token
-// was rotated) ends the session: "Access revoked".
+// was rotated) ends the session: "Access revoked"; for a token that names a person
+// (end_user_id), "Session ended": the person was signed out everywhere, or disabled. So
+// does the customer site's refusal to mint for a person it signed out: the dashboard never
+// falls back to a token for someone else.
 (() => {
   "use strict";
 
@@ -44,13 +47,13 @@
     status.hidden = false;
   }
 
-  function showError(state, title, text) {
+  function showError(state, title, text, kind = "error") {
     $("dash-title").textContent = "Sales";
     $("dash-sub").textContent = "";
     $("content").hidden = true;
     $("rows").tBodies[0].replaceChildren();
     $("chart").replaceChildren();
-    showStatus("error", title, text);
+    showStatus(kind, title, text);
     setState(state);
   }
 
@@ -81,11 +84,24 @@
     if (first || retry) load(retry);
   }
 
-  function endSession(state, title, text) {
+  function endSession(state, title, text, kind = "error") {
     clearTimeout(refreshTimer);
     token = null;
     waitingForToken = false;
-    showError(state, title, text);
+    showError(state, title, text, kind);
+  }
+
+  // The person's session is over: the host refused their token, or their site will not
+  // mint another.
+  function endPersonsSession(endUserId) {
+    const viewer = current && current.end_user ? current.end_user.display_name : endUserId;
+    endSession(
+      "ended",
+      "Session ended.",
+      `${viewer} was signed out everywhere (or their access was revoked or disabled): this dashboard ` +
+        "shows no more data. Sign in again on the customer site.",
+      "ended",
+    );
   }
 
   async function load(retry = false) {
@@ -110,6 +126,11 @@
       waitingForToken = true;
       setState("refreshing");
       askForToken();
+      return;
+    }
+    const endUserId = (claimsOf(token) || {}).end_user_id;
+    if (response.status === 401 && endUserId) {
+      endPersonsSession(endUserId);
       return;
     }
     if (response.status === 401) {
@@ -166,8 +187,11 @@
     const best = [...byMonth].sort((a, b) => b[1] - a[1])[0];
 
     $("dash-title").textContent = `Sales · ${data.user_group.name}`;
-    const wanted = [].concat(data.variables.regions ?? []).join(", ");
-    $("dash-sub").textContent = `Data source ${data.data_source} · regions ${wanted || "none"}`;
+    const listed = (value) => [].concat(value ?? []).join(", ");
+    const wanted = listed(data.variables.regions);
+    const narrowed = "territory" in data.variables ? ` · territory ${listed(data.variables.territory) || "none"}` : "";
+    $("dash-sub").textContent = `Data source ${data.data_source} · regions ${wanted || "none"}${narrowed}`;
+    drawViewer(data, listed);
     $("kpi-total").textContent = numbers.format(total);
     $("kpi-best").textContent = best ? `${monthName(best[0])} (${numbers.format(best[1])})` : "–";
     $("kpi-regions").textContent = regions.join(", ") || "–";
@@ -209,6 +233,38 @@
     $("status").hidden = true;
     $("content").hidden = false;
     setState("ready");
+  }
+
+  // "Viewing as Anna Schmidt (Acme Europe)", then each variable that filters the rows with
+  // where the host says its value came from (variable_sources): the group of the lineage
+  // that set it, the person's attributes, or the token's params.
+  function drawViewer(data, listed) {
+    const group = data.user_group.name;
+    $("viewing-as").textContent = data.end_user
+      ? `Viewing as ${data.end_user.display_name} (${group})`
+      : `Viewing as ${group} (no person)`;
+    const sources = data.variable_sources || {};
+    $("provenance").replaceChildren(
+      ...Object.entries(data.variables).map(([name, value]) => {
+        const item = document.createElement("li");
+        item.dataset.variable = name;
+        item.dataset.source = sources[name] || "";
+        const key = document.createElement("code");
+        key.textContent = name;
+        const from = document.createElement("span");
+        from.className = "source";
+        from.textContent = `from ${describeSource(sources[name], data)}`;
+        item.append(key, document.createTextNode(` ${listed(value) || "none"} `), from);
+        return item;
+      }),
+    );
+  }
+
+  function describeSource(source, data) {
+    if (!source) return "the group";
+    if (source === "end_user") return data.end_user ? `${data.end_user.display_name}'s attributes` : "the person";
+    if (source === "params") return "the token's params";
+    return source.startsWith("user_group:") ? `group ${source.slice("user_group:".length)}` : source;
   }
 
   function monthName(month) {
@@ -284,6 +340,8 @@
       if (!claims || (claims.origin && claims.origin !== event.origin)) return;
       if (token === null && !waitingForToken) $("dash-sub").textContent = "Loading…";
       acceptToken(message.token, Number(message.expiresIn) || claims.exp - claims.iat);
+    } else if (message.type === "usergroups:embed-token-refused" && message.reason === "session-ended") {
+      endPersonsSession((claimsOf(token || "") || {}).end_user_id || "The person");
     } else if (message.type === "usergroups:embed-token-refused") {
       endSession("refused", "No access.", "The customer site could not get a token for this dashboard.");
     }

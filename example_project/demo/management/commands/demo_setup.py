@@ -149,6 +149,32 @@ class Command(BaseCommand):
             '-H "Authorization: Embed $EMBED_TOKEN" '
             f"-H {shlex.quote('Origin: ' + base_url)}"
         )
+        # The same for a person of acme-eu (an end user, created or updated from the body):
+        # their territory narrows the group's regions; then they are signed out everywhere.
+        person_body = json.dumps(
+            {
+                "user_group_id": "acme-eu",
+                "resource": "sales",
+                "origin": base_url,
+                "expires_in": 600,
+                "end_user": {
+                    "id": "anna.schmidt",
+                    "display_name": "Anna Schmidt",
+                    "attributes": {"territory": ["DE"]},
+                },
+            }
+        )
+        person_mint = (
+            f"{curl} -X POST {url}/embed-token -H {auth} {json_type} -d {shlex.quote(person_body)}"
+        )
+        person = (
+            f"PERSON_TOKEN=$({person_mint} | {token_of})\n"
+            f"{curl} {base_url}/embed/api/sales/ "
+            '-H "Authorization: Embed $PERSON_TOKEN" '
+            f"-H {shlex.quote('Origin: ' + base_url)}"
+        )
+        revoke_body = shlex.quote(json.dumps({"end_user_id": "anna.schmidt"}))
+        revoke = f"{curl} -X POST {url}/embed-token/revoke -H {auth} {json_type} -d {revoke_body}"
         jwks = f"{curl} {url}/embed-token/jwks"
         return f"""
 Demo API key (also in {key_file.name}; shown by every `make demo`):
@@ -172,6 +198,13 @@ Paste these into another terminal once the server below is running:
 # Mint an embed token for "acme-eu" (10 minutes, for the dashboard's "sales" data, from
 # this site's pages), and fetch the dashboard's data with it as the embedded page does
 {embed}
+
+# Mint one for Anna, a person of acme-eu (an end user): the token names her, and her
+# "territory" attribute narrows the group's regions (the answer says where each came from)
+{person}
+
+# Sign Anna out everywhere: every embed token naming her, in any group, is refused (401)
+{revoke}
 
 # The JWK Set: the public keys that verify embed tokens, for any JOSE library or Cube
 {jwks}

@@ -1,0 +1,132 @@
+"""The demo signs in as a person (CONTRACT section 7), in a real browser.
+
+On the customer site a customer is picked, then one of its people: the backend mints
+embed tokens naming that person, whose ``territory`` narrows the customer's regions, and
+the dashboard says whom it shows and where each filter came from. Another person sees
+other rows. "Sign out everywhere" revokes the person's tokens: the open dashboard shows
+"Session ended" at its next data request, and the customer site mints nothing more for
+the person (not even the customer's own view in their stead) until they sign in again.
+Screenshots: artifacts/screenshots/person-*.png.
+"""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.support.dashboard_page import (
+    claims,
+    dashboard,
+    data_requests,
+    embed_token_of,
+    expect_rows,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def expect_viewing(page, viewer: str, sources: dict[str, tuple[str, str]]) -> None:
+    """The dashboard shows whom it is for, and each filter as ``name: (value, source)``."""
+    frame = dashboard(page)
+    expect(frame.locator("#viewing-as")).to_have_text(f"Viewing as {viewer}")
+    items = frame.locator("#provenance li")
+    expect(items).to_have_count(len(sources))
+    for name, (value, source) in sources.items():
+        item = frame.locator(f'#provenance li[data-variable="{name}"]')
+        expect(item).to_have_attribute("data-source", source)
+        expect(item).to_contain_text(f"{name} {value}")
+
+
+def test_a_person_signs_in_sees_their_rows_and_signs_out_everywhere(
+    page, live_server, screenshot, demo, watched
+):
+    page.goto(f"{live_server.url}/demo/")
+    page.get_by_role("link", name=re.compile("Acme Europe")).click()
+    # Nobody signed in yet: the customer's own view, and its people to sign in as.
+    expect_rows(page, "eu_warehouse", {"DE", "FR"})
+    expect_viewing(page, "Acme Europe (no person)", {"regions": ("DE, FR", "user_group:acme-eu")})
+    people = page.get_by_role("list", name="People of Acme Europe").get_by_role("button")
+    expect(people).to_have_count(4)
+    screenshot("person-01-customer-view")
+
+    # Anna, whose territory is Germany: the DE rows only, and why.
+    people.filter(has_text="Anna Schmidt").click()
+    expect(page.locator("#viewer")).to_contain_text("Signed in as Anna Schmidt")
+    expect_rows(page, "eu_warehouse", {"DE"})
+    expect_viewing(
+        page,
+        "Anna Schmidt (Acme Europe)",
+        {"regions": ("DE, FR", "user_group:acme-eu"), "territory": ("DE", "end_user")},
+    )
+    expect(dashboard(page).locator("#provenance")).to_contain_text(
+        "territory DE from Anna Schmidt's attributes"
+    )
+    anna = embed_token_of(data_requests(watched["requests"])[-1])
+    assert claims(anna)["end_user_id"] == "anna.schmidt"
+    screenshot("person-02-anna")
+
+    # Switching to Bruno (France): other rows, his name, a token naming him.
+    people.filter(has_text="Bruno Lefèvre").click()
+    expect(page.locator("#viewer")).to_contain_text("Signed in as Bruno Lefèvre")
+    expect_rows(page, "eu_warehouse", {"FR"})
+    expect_viewing(
+        page,
+        "Bruno Lefèvre (Acme Europe)",
+        {"regions": ("DE, FR", "user_group:acme-eu"), "territory": ("FR", "end_user")},
+    )
+    bruno = embed_token_of(data_requests(watched["requests"])[-1])
+    assert claims(bruno)["end_user_id"] == "bruno.lefevre"
+    screenshot("person-03-bruno")
+
+    # Sign out everywhere: the customer site shows it at once; the page and its open
+    # dashboard stay, which still shows the rows it has.
+    page.get_by_role("button", name="Sign out everywhere").click()
+    notice = page.locator("#signed-out-notice")
+    expect(notice).to_be_visible()
+    expect(notice).to_contain_text("Bruno Lefèvre was signed out everywhere")
+    expect(page.locator("#viewer")).to_be_hidden()
+    frame = dashboard(page)
+    body = frame.locator("#dashboard")
+    expect(body).to_have_attribute("data-state", "ready")
+    sent = len(data_requests(watched["requests"]))
+
+    # Its next data request is refused: the session ended, no rows left.
+    frame.get_by_role("button", name="Refresh").click()
+    expect(body).to_have_attribute("data-state", "ended")
+    expect(frame.get_by_role("status")).to_contain_text("Session ended.")
+    expect(frame.get_by_role("status")).to_contain_text("Bruno Lefèvre was signed out everywhere")
+    expect(frame.locator("#rows tbody tr")).to_have_count(0)
+    requests = data_requests(watched["requests"])
+    assert len(requests) == sent + 1 and embed_token_of(requests[-1]) == bruno
+    assert requests[-1].response().status == 401
+    screenshot("person-04-session-ended")
+
+    # Asked for a fresh token (as its timer would), the customer site mints none for
+    # Bruno: the dashboard stays ended, and no data request follows.
+    with page.expect_response(lambda r: r.url.endswith("/demo/embed-token/")) as asked:
+        body.evaluate(
+            "() => window.parent.postMessage({type: 'usergroups:token-request'}, location.origin)"
+        )
+    assert asked.value.status == 403 and asked.value.json()["error"] == "signed_out"
+    expect(body).to_have_attribute("data-state", "ended")
+    assert len(data_requests(watched["requests"])) == sent + 1
+
+    # Only Bruno's tokens were revoked: Anna's still loads (from this site's origin).
+    still = page.request.get(
+        f"{live_server.url}/embed/api/sales/",
+        headers={"Authorization": f"Embed {anna}", "Origin": live_server.url},
+    )
+    assert still.status == 200 and still.json()["end_user"]["end_user_id"] == "anna.schmidt"
+
+    # Reloaded, the customer site shows the signed-out state, and frames no dashboard.
+    page.reload()
+    expect(page.get_by_role("heading", name="Signed out")).to_be_visible()
+    expect(page.locator("#dashboard-frame")).to_have_count(0)
+    screenshot("person-05-signed-out")
+
+    # Signed in again: a new token, his rows again.
+    people.filter(has_text="Bruno Lefèvre").click()
+    expect_rows(page, "eu_warehouse", {"FR"})
+    again = embed_token_of(data_requests(watched["requests"])[-1])
+    assert again != bruno and claims(again)["end_user_id"] == "bruno.lefevre"
+    assert not watched["problems"]
