@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 from tests.support import services
 from tests.support.api import client_for
 from tests.support.factories import APIKeyFactory, UserGroupFactory, WorkspaceFactory
+from tests.support.leaks import audit_event_leaks
 from tests.support.log_guard import SecretLogGuard
 from usergroups.models import APIKey, UserGroup, Workspace
 
@@ -20,6 +21,23 @@ def pytest_runtest_setup(item):
     for marker in item.iter_markers("needs"):
         for service in marker.args:
             services.require(service)
+
+
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences"})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After every test that used the database, while what it wrote is still there: no
+    audit event holds a secret's shape (CONTRACT section 8: a token is named by its
+    ``jti``, a key by its prefix), whichever door of the app wrote it."""
+    result = yield
+    if item.get_closest_marker("any_text"):
+        return result  # the caller's own text, which may take a secret's shape
+    if DATABASE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("django_db"):
+        leaks = audit_event_leaks()
+        assert not leaks, f"audit events hold secrets: {leaks}"
+    return result
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from django.urls import NoReverseMatch
 from django.utils import timezone
 
 from tests.support.admin import admin_url, staff_client
-from tests.test_audit import no_secret_in_any_event  # noqa: F401 (autouse here too)
 from usergroups import audit_context
 from usergroups.models import AuditEvent, Workspace
 from usergroups.services import audit

@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from tests.support.api import assert_error, client_for
 from tests.support.factories import APIKeyFactory
-from tests.test_audit import no_secret_in_any_event  # noqa: F401 (autouse here too)
 from usergroups import audit_context
 from usergroups.api.audit_serializers import encode_cursor
 from usergroups.models import AuditEvent

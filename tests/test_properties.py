@@ -256,6 +256,7 @@ def check_get_or_create(api_client, body):
         assert same_json(body.get("properties"), group["properties"]), group["properties"]
 
 
+@pytest.mark.any_text
 @pytest.mark.django_db
 @PROPERTY_SETTINGS
 @given(field_value=field_and_value)
@@ -270,6 +271,7 @@ def test_get_or_create_any_value_in_any_field(api_client, field_value):
     check_get_or_create(api_client, body)
 
 
+@pytest.mark.any_text
 @pytest.mark.django_db
 @PROPERTY_SETTINGS
 @given(body=get_or_create_bodies)

@@ -78,5 +78,8 @@ def audit_event_leaks() -> list[str]:
     found = []
     for event in AuditEvent.objects.order_by("id").iterator():
         text = json.dumps(audit.as_dict(event), ensure_ascii=False)
-        found.extend(f"{event.action}: {leak}" for leak in secrets_in(text))
+        # The caller names its groups and people as it likes, a token's shape included
+        # (Hypothesis does): its own ids are not secrets.
+        named = {event.user_group_id, event.end_user_id} - {None, ""}
+        found.extend(f"{event.action}: {leak}" for leak in secrets_in(text) if leak not in named)
     return found

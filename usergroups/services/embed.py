@@ -194,11 +194,22 @@ def mint_embed_token(
     if end_user is None:
         token = sign(None)
     else:
-        # Signed once with the widest values the person's claims can take before the
-        # person is written: a token too large is refused with nothing changed.
-        sign(tokens.EndUserBinding(end_user.end_user_id, new_binding(), MAX_GENERATION))
+        person_id = end_user.end_user_id
+
+        def check_size() -> None:
+            # Signed with the widest values the person's claims can take before the person
+            # is written: a token too large is refused with nothing changed. An unchanged
+            # person is not written: no trial signature then.
+            sign(tokens.EndUserBinding(person_id, new_binding(), MAX_GENERATION))
+
+        if exclusive:
+            check_size()
         person, _created = end_users.put_end_user(
-            workspace_id, end_user.end_user_id, end_user.changes, for_mint=True
+            workspace_id,
+            person_id,
+            end_user.changes,
+            for_mint=True,
+            before_write=None if exclusive else check_size,
         )
         if exclusive:
             person = end_users.start_exclusive_session(person)

@@ -11,6 +11,7 @@ the unique constraint: the loser changes the winner's row instead.
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -116,14 +117,20 @@ def _differing(row: EndUser, changes: dict[str, Any]) -> list[str]:
 
 
 def put_end_user(
-    workspace_id: int, end_user_id: str, changes: dict[str, Any], *, for_mint: bool = False
+    workspace_id: int,
+    end_user_id: str,
+    changes: dict[str, Any],
+    *,
+    for_mint: bool = False,
+    before_write: Callable[[], None] | None = None,
 ) -> tuple[EndUserRecord, bool]:
     """Create the end user with ``changes`` (fields of :data:`CHANGEABLE`; a missing
     ``display_name`` is the id), or set the given fields that differ; ``(end user,
     created)``. Writes nothing when nothing differs. Disabling revokes the person's tokens.
 
     ``for_mint``: a disabled end user raises :class:`EndUserDisabled` before anything
-    is written (an embed token is about to be minted for the person)."""
+    is written (an embed token is about to be minted for the person). ``before_write``
+    is called when something is about to be written, and may raise to write nothing."""
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValueError(f"Not fields an end user can change: {sorted(unknown)}")
@@ -132,6 +139,8 @@ def put_end_user(
         raise EndUserDisabled(end_user_id)
     if row is not None and not _differing(row, changes):
         return EndUserRecord.from_model(row), False
+    if before_write is not None:
+        before_write()
     error: IntegrityError | None = None
     for _attempt in range(ATTEMPTS_WHEN_GONE):
         if row is None:
