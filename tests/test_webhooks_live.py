@@ -27,7 +27,7 @@ from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
 from tests.support.webhook_receiver import Behaviour, ReceiverServer
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 LIVE_DATABASE = "webhooklive"
 
