@@ -4,8 +4,9 @@ the app's API to a receiver on loopback in this process (tests/support's, answer
 A burst of mints from ``--connections`` clients gives the throughput: distinct events
 delivered over the time from the first event's commit (its ``at``) to the last arrival;
 a steady run (``STEADY_RATE`` mints a second, or half the burst's throughput if that is
-less) gives the lag, arrival minus the event's ``at``, which a burst fills with queueing. Every request received is checked with
-``standardwebhooks``, so only real, signed deliveries count.
+less) gives the lag, arrival minus the event's ``at``, which a burst fills with queueing.
+Every request received is checked with ``standardwebhooks``, so only real, signed
+deliveries count.
 """
 
 import argparse
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from standardwebhooks import Webhook as Verifier
 
@@ -26,8 +27,19 @@ from tests.support import ROOT
 from tests.support.webhook_receiver import Received, Receiver, running_receiver
 
 if TYPE_CHECKING:
-    from bench.driving import Server
     from bench.scenarios import Results
+
+
+class Server(Protocol):
+    """What the step needs of bench/driving.py's server (named here: driving imports this)."""
+
+    env: dict[str, str]
+    backend: str
+
+    def call(
+        self, method: str, path: str, secret: str, body: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
+
 
 MINT = "/api/user/embed-token"
 STEADY_RATE = 50  # mints a second, at most
@@ -39,7 +51,7 @@ WORKER_INTERVAL = 0.1
 class Worker:
     """``manage.py db_worker`` on the server's database, its output in bench/out."""
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: Server) -> None:
         self.env, self.backend = server.env, server.backend
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -61,7 +73,7 @@ class Worker:
             self.process.wait(timeout=30)
 
 
-def mint(server: "Server") -> None:
+def mint(server: Server) -> None:
     server.call("POST", MINT, "api_key", MINT_BODY)
 
 
@@ -103,7 +115,7 @@ def figures(got: list[Received], made: int, made_seconds: float, secret: str) ->
     }
 
 
-def measure_webhooks(server: "Server", args: argparse.Namespace, results: "Results") -> None:
+def measure_webhooks(server: Server, args: argparse.Namespace, results: "Results") -> None:
     """Register a webhook for mints, run the burst and the steady run, delete it."""
     with running_receiver() as receiver, Worker(server):
         hook = server.call(
