@@ -5,6 +5,7 @@ import time
 from typing import Any
 
 from django.core.management.base import CommandParser
+from django.db import DatabaseError, close_old_connections
 
 from usergroups import tasks
 from usergroups.management.base import AuditedCommand
@@ -27,7 +28,17 @@ class Command(AuditedCommand):
 
     def handle(self, *args: Any, every: float | None, **options: Any) -> None:
         while True:
-            count = tasks.sweep()
+            try:
+                count = tasks.sweep()
+            except DatabaseError as exc:
+                if every is None:
+                    raise
+                # A restarted database or a cut connection: the next sweep reconnects,
+                # as the worker beside it does; a sweeper that died would strand the
+                # deliveries of a killed worker.
+                self.stderr.write(f"Sweep failed ({type(exc).__name__}); trying again.")
+                close_old_connections()
+                count = 0
             if options["verbosity"] > 1 or (every is None):
                 self.stdout.write(f"Enqueued {count} due webhook delivery(ies).")
             if every is None:
