@@ -95,6 +95,27 @@ class ActsAsStaff:
         return acting_as_staff(super().delete_view)(request, *args, **kwargs)  # type: ignore[misc]
 
 
+class SecretShownOnce:
+    """For a ModelAdmin whose add shows a new secret on a page of its own (API keys,
+    webhooks): the add form has only "Save", since "Save and add another" and "Save and
+    continue editing" would skip that page and lose the secret."""
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if add:
+            context.update(show_save_and_add_another=False, show_save_and_continue=False)
+        return super().render_change_form(  # type: ignore[misc]
+            request, context, add, change, form_url, obj
+        )
+
+
 class OfferedLookupsOnly:
     """For every ModelAdmin of the app: the changelist filters only on what it offers.
 

@@ -16,7 +16,14 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from usergroups import crypto
-from usergroups.admin.common import MEDIA, ActsAsStaff, OfferedLookupsOnly, secret_html, when
+from usergroups.admin.common import (
+    MEDIA,
+    ActsAsStaff,
+    OfferedLookupsOnly,
+    SecretShownOnce,
+    secret_html,
+    when,
+)
 from usergroups.admin.forms import APIKeyAddForm, APIKeyChangeForm
 from usergroups.admin.key_rotation import KeyRotationMixin
 from usergroups.admin.revocation import KeyRevocationMixin
@@ -88,7 +95,12 @@ def search_help() -> str:
 
 @admin.register(APIKey)
 class APIKeyAdmin(
-    ActsAsStaff, OfferedLookupsOnly, KeyRevocationMixin, KeyRotationMixin, KeyAdminBase
+    ActsAsStaff,
+    OfferedLookupsOnly,
+    SecretShownOnce,
+    KeyRevocationMixin,
+    KeyRotationMixin,
+    KeyAdminBase,
 ):
     change_form_template = "usergroups/admin/apikey/change_form.html"
     list_display = [
@@ -245,16 +257,3 @@ class APIKeyAdmin(
             change_url=reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[obj.pk]),
         )
         return TemplateResponse(request, "usergroups/admin/apikey/created.html", context)
-
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: APIKey | None = None,
-    ) -> HttpResponse:
-        if add:
-            context.update(show_save_and_add_another=False, show_save_and_continue=False)
-        return super().render_change_form(request, context, add, change, form_url, obj)

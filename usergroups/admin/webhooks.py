@@ -15,7 +15,14 @@ from django.urls import URLPattern, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from usergroups.admin.common import MEDIA, ActsAsStaff, OfferedLookupsOnly, secret_html, when
+from usergroups.admin.common import (
+    MEDIA,
+    ActsAsStaff,
+    OfferedLookupsOnly,
+    SecretShownOnce,
+    secret_html,
+    when,
+)
 from usergroups.api.webhook_serializers import CreateWebhookSerializer
 from usergroups.models import Webhook, WebhookDelivery
 from usergroups.services import webhooks
@@ -79,7 +86,7 @@ class WebhookChangeForm(forms.ModelForm):
 
 
 @admin.register(Webhook)
-class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, WebhookAdminBase):
+class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, SecretShownOnce, WebhookAdminBase):
     list_display = ["webhook_id", "url", "workspace", "event_list", "disabled", "created"]
     list_filter = ["disabled", "workspace"]
     list_select_related = ["workspace"]
@@ -167,19 +174,6 @@ class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, WebhookAdminBase):
             "changelist_url": changelist,
         }
         return TemplateResponse(request, "usergroups/admin/webhook/created.html", context)
-
-    def render_change_form(
-        self,
-        request: HttpRequest,
-        context: dict[str, Any],
-        add: bool = False,
-        change: bool = False,
-        form_url: str = "",
-        obj: Webhook | None = None,
-    ) -> HttpResponse:
-        if add:
-            context.update(show_save_and_add_another=False, show_save_and_continue=False)
-        return super().render_change_form(request, context, add, change, form_url, obj)
 
 
 @admin.register(WebhookDelivery)
