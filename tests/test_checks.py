@@ -340,3 +340,8 @@ def test_e009_bad_embed_setting(value):
 )
 def test_e003_bad_embed_lifetime(value):
     assert ids(USERGROUPS=value) == {"usergroups.E003"}
+
+
+@pytest.mark.parametrize("value", [0, -1, "365", 1.5, True, None])
+def test_e003_bad_audit_retention(value):
+    assert ids(USERGROUPS={"AUDIT_RETENTION_DAYS": value}) == {"usergroups.E003"}
