@@ -17,7 +17,7 @@ from tests.support.api import assert_error, client_for, send
 from tests.support.concurrency import run_together
 from tests.support.embed import clock_moved, dashboard, introspect, mint, minted
 from tests.support.factories import APIKeyFactory, UserGroupFactory
-from tests.support.queries import WRITES, statements
+from tests.support.queries import READS, WRITES, statements
 from usergroups import services
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.embed import tokens
@@ -128,13 +128,16 @@ def ann(api_client, group):
 def test_a_mint_with_an_unchanged_end_user_writes_nothing(
     api_client, recently_used_key, ann, django_assert_num_queries
 ):
-    # The key, the group (with its workspace's generation), the end user, the webhooks
-    # its event goes to: four reads; the one write is the mint's audit event (CONTRACT
-    # section 8), none to the person.
-    with django_assert_num_queries(5) as queries:
+    # The key, the group (with its workspace's generation and the end user, in one
+    # query), the webhooks its event goes to: three reads, as for a mint naming no one;
+    # the one write is the mint's audit event (CONTRACT section 8), none to the person.
+    with django_assert_num_queries(4) as queries:
         assert mint(api_client, ann).status_code == 200
     writes = statements(queries.captured_queries, WRITES)
     assert len(writes) == 1 and AuditEvent._meta.db_table in writes[0], writes
+    tables = (UserGroup._meta.db_table, EndUser._meta.db_table)
+    read = statements(queries.captured_queries, READS)
+    assert [sql for sql in read if all(table in sql for table in tables)], read
 
 
 def test_a_mint_with_a_changed_end_user_writes_once(api_client, recently_used_key, ann):

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from django.db import router, transaction
-from django.db.models import F, QuerySet
+from django.db import connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import F, Model, QuerySet
+from django.db.models.query import RawQuerySet
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
@@ -37,9 +39,9 @@ from usergroups.crypto import new_binding
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.logs import get_logger
-from usergroups.models import RevokedEmbedToken, UserGroup, Workspace
+from usergroups.models import EndUser, RevokedEmbedToken, UserGroup, Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import audit, end_users, lineage
+from usergroups.services import audit, end_users, lineage, statements
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
@@ -90,22 +92,70 @@ class VariablesLocked(ValueError):
 #: The largest generation a column holds (a 32-bit IntegerField on every database).
 MAX_GENERATION = 2**31 - 1
 
-_MINTED_FIELDS = (
-    "team_id",
-    "provided_id",
-    "name",
-    "embed_generation",
-    "embed_binding",
-    "workspace__embed_generation",
-)
+
+def _mint_sql(connection: BaseDatabaseWrapper, with_end_user: bool) -> str:
+    """:func:`group_to_mint`'s statement: the group's columns that a mint reads, each
+    as ``mint_<name of MintedGroup's field>``, and ``with_end_user``, the whole row of
+    the person named, or NULLs."""
+
+    def column(model: type[Model], name: str) -> str:
+        return statements.column(connection, model, name)
+
+    selected = [
+        *(f"g.{column(UserGroup, name)} AS mint_{name}" for name in MintedGroup._fields[:-1]),
+        f"ws.{column(Workspace, 'embed_generation')} AS mint_workspace_generation",
+    ]
+    joined = ""
+    if with_end_user:
+        selected.insert(0, "u.*")
+        joined = (
+            f" LEFT OUTER JOIN {statements.table(connection, EndUser)} u"
+            f" ON u.{column(EndUser, 'workspace')} = g.{column(UserGroup, 'workspace')}"
+            f" AND u.{column(EndUser, 'end_user_id')} = %s"
+        )
+    else:
+        selected.insert(0, f"g.{column(UserGroup, 'team_id')}")
+    return (
+        f"SELECT {', '.join(selected)} FROM {statements.table(connection, UserGroup)} g"
+        f" JOIN {statements.table(connection, Workspace)} ws"
+        f" ON ws.{column(Workspace, 'id')} = g.{column(UserGroup, 'workspace')}{joined}"
+        f" WHERE g.{column(UserGroup, 'workspace')} = %s"
+        f" AND g.{column(UserGroup, 'provided_id')} = %s"
+    )
 
 
-def group_to_mint(workspace_id: int, provided_id: str) -> MintedGroup | None:
-    """The workspace's group ``provided_id``, as a mint names it; None if there is none.
-    One indexed read of the group's own row, joined to its workspace's."""
-    groups = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
-    rows = groups.order_by().values_list(*_MINTED_FIELDS)[:1]
-    return next((MintedGroup(*row) for row in rows), None)
+def group_to_mint(
+    workspace_id: int, provided_id: str, end_user_id: str | None = None
+) -> tuple[MintedGroup, end_users.EndUserRecord | None] | None:
+    """The workspace's group ``provided_id`` as a mint names it, and the workspace's end
+    user ``end_user_id`` if one is named and there is one; None if there is no such
+    group. One read on unique indexes: the group's row, its workspace's and the person's.
+    """
+    using = router.db_for_read(UserGroup)
+    connection = connections[using]
+    params = [
+        statements.prepared(connection, UserGroup, "workspace", workspace_id),
+        statements.prepared(connection, UserGroup, "provided_id", provided_id),
+    ]
+    rows: RawQuerySet[Any]
+    if end_user_id is None:
+        sql = statements.written_once(connection, "mint", lambda: _mint_sql(connection, False))
+        rows = UserGroup.objects.using(using).raw(sql, params)
+    else:
+        sql = statements.written_once(
+            connection, "mint for an end user", lambda: _mint_sql(connection, True)
+        )
+        person_id = statements.prepared(connection, EndUser, "end_user_id", end_user_id)
+        # On the person's model, whose fields it converts; a row of NULLs for no person.
+        rows = EndUser.objects.using(using).raw(sql, [person_id, *params])
+    row = next(iter(rows), None)
+    if row is None:
+        return None
+    group = MintedGroup(*(getattr(row, f"mint_{name}") for name in MintedGroup._fields))
+    person = None
+    if isinstance(row, EndUser) and row.pk is not None:
+        person = end_users.EndUserRecord.from_model(row)
+    return group, person
 
 
 def _check_locked(
@@ -145,9 +195,10 @@ def mint_embed_token(
     prefix is ``key_prefix`` (None: host code, in-process: no key to revoke it by);
     None if there is no such group.
 
-    One read of the group's own row (with its workspace's generation). ``params`` and
-    the ``end_user``'s ``attributes`` may not replace a key the group's lineage sets
-    unless ``may_replace_variables``: :class:`VariablesLocked`, after one more read. The
+    One read of the group's own row, with its workspace's generation and the end user.
+    ``params`` and the ``end_user``'s ``attributes`` may not replace a key the group's
+    lineage sets unless ``may_replace_variables``: :class:`VariablesLocked`, after one
+    more read. The
     API passes whether the key has ``write``; host code, which could change the group
     anyway, may by default. ``end_user`` is created if missing, its given fields that
     differ saved in one write (none when nothing differs); a disabled one raises
@@ -160,9 +211,12 @@ def mint_embed_token(
     """
     if exclusive and end_user is None:
         raise ValueError("An exclusive mint needs an end user.")
-    group = group_to_mint(workspace_id, provided_id)
-    if group is None:
+    found = group_to_mint(
+        workspace_id, provided_id, end_user.end_user_id if end_user is not None else None
+    )
+    if found is None:
         return None
+    group, known_person = found
     if not may_replace_variables:
         _check_locked(group, params, end_user)
     seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
@@ -204,7 +258,8 @@ def mint_embed_token(
 
         if exclusive:
             check_size()
-        person, _created = end_users.put_end_user(
+        person, _created = end_users.put_read_end_user(
+            known_person,
             workspace_id,
             person_id,
             end_user.changes,

@@ -103,7 +103,7 @@ def _same_json(a: Any, b: Any) -> bool:
     return canonical(a) == canonical(b)
 
 
-def _differing(row: EndUser, changes: dict[str, Any]) -> list[str]:
+def _differing(row: EndUser | EndUserRecord, changes: dict[str, Any]) -> list[str]:
     """The fields of ``changes`` whose value differs from the row's."""
     differing = []
     for name in CHANGEABLE:
@@ -131,14 +131,35 @@ def put_end_user(
     ``for_mint``: a disabled end user raises :class:`EndUserDisabled` before anything
     is written (an embed token is about to be minted for the person). ``before_write``
     is called when something is about to be written, and may raise to write nothing."""
+    return put_read_end_user(
+        find_end_user(workspace_id, end_user_id),
+        workspace_id,
+        end_user_id,
+        changes,
+        for_mint=for_mint,
+        before_write=before_write,
+    )
+
+
+def put_read_end_user(
+    found: EndUserRecord | None,
+    workspace_id: int,
+    end_user_id: str,
+    changes: dict[str, Any],
+    *,
+    for_mint: bool = False,
+    before_write: Callable[[], None] | None = None,
+) -> tuple[EndUserRecord, bool]:
+    """:func:`put_end_user` for a caller that has read the person already: ``found``,
+    or None if there was none (a mint reads the person with its group)."""
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValueError(f"Not fields an end user can change: {sorted(unknown)}")
-    row = _named(workspace_id, end_user_id).first()
+    row = found
     if for_mint and row is not None and row.disabled:
         raise EndUserDisabled(end_user_id)
     if row is not None and not _differing(row, changes):
-        return EndUserRecord.from_model(row), False
+        return row, False
     if before_write is not None:
         before_write()
     error: IntegrityError | None = None

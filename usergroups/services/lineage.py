@@ -6,9 +6,7 @@ The ORM has no recursive query of its own; these are recursive CTEs (``WITH RECU
 which SQLite, PostgreSQL and MariaDB all run). The walks of many groups are django-cte
 querysets; the hot reads of one group (:func:`find_group`, and :func:`find_token_group`,
 which also checks everything an embed token is bound to and reads its end user) are
-statements written once per database from the models' metadata and run by
-``Manager.raw()``, so they go through Django's cursor and the fields' converters like any
-other query. A walk stops after
+statements of :mod:`usergroups.services.statements`. A walk stops after
 :func:`walk_limit` levels: the services never let a hierarchy hold a cycle or grow that
 deep, and the stop keeps a corrupted row from looping.
 """
@@ -18,7 +16,7 @@ from typing import Any, NamedTuple
 
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Field, IntegerField, Model, QuerySet, Value
+from django.db.models import F, IntegerField, Model, QuerySet, Value
 from django.db.models.lookups import LessThan
 from django_cte import CTE, with_cte
 
@@ -34,6 +32,7 @@ from usergroups.models import (
     Workspace,
 )
 from usergroups.records import Ancestor, GroupRecord
+from usergroups.services import statements
 
 #: The fewest levels a walk goes through: beyond any sane ``MAX_HIERARCHY_DEPTH`` (a
 #: larger setting raises it).
@@ -128,21 +127,6 @@ BY_TOKEN = Start(
 )
 
 
-def _field(model: type[Model], name: str) -> "Field[Any, Any]":
-    """The concrete field ``name`` (or its attname) of ``model``."""
-    field = model._meta.get_field(name)
-    assert isinstance(field, Field)
-    return field
-
-
-def _column(connection: BaseDatabaseWrapper, model: type[Model], name: str) -> str:
-    return connection.ops.quote_name(_field(model, name).column or "")
-
-
-def _table(connection: BaseDatabaseWrapper, model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
 def _lineage_sql(
     connection: BaseDatabaseWrapper, where: str, joined: tuple[str, str] = ("", "")
 ) -> str:
@@ -155,10 +139,10 @@ def _lineage_sql(
     group, mapping = UserGroup, SchemaMapping
 
     def column(name: str, model: type[Model] = group) -> str:
-        return _column(connection, model, name)
+        return statements.column(connection, model, name)
 
     team_id, parent_id = column("team_id"), column("parent_id")
-    table = _table(connection, group)
+    table = statements.table(connection, group)
     columns, join = joined
     return (
         f"WITH RECURSIVE walk (team_id, parent_id, distance) AS ("
@@ -169,7 +153,7 @@ def _lineage_sql(
         f" m.{column('schema_id', mapping)} AS walk_schema_id,"
         f" m.{column('data_source_id', mapping)} AS walk_data_source_id{columns}"
         f" FROM walk w JOIN {table} g ON g.{team_id} = w.team_id"
-        f" LEFT OUTER JOIN {_table(connection, mapping)} m"
+        f" LEFT OUTER JOIN {statements.table(connection, mapping)} m"
         f" ON m.{column('group', mapping)} = g.{team_id}{join}"
         f" ORDER BY w.distance"
     )
@@ -177,22 +161,9 @@ def _lineage_sql(
 
 def _start_sql(connection: BaseDatabaseWrapper, start: Start) -> str:
     where = start.where.format_map(
-        {name: f"g.{_column(connection, UserGroup, name)}" for name in start.fields}
+        {name: f"g.{statements.column(connection, UserGroup, name)}" for name in start.fields}
     )
     return _lineage_sql(connection, where)
-
-
-_SQL: dict[tuple[str, Any], str] = {}
-
-
-def _sql(connection: BaseDatabaseWrapper, variant: Any, build: Any) -> str:
-    key = (connection.vendor, variant)
-    return _SQL.get(key) or _SQL.setdefault(key, build())
-
-
-def _prepared(connection: BaseDatabaseWrapper, model: type[Model], name: str, value: Any) -> Any:
-    """``value`` as the ORM sends it for ``model``'s field ``name``."""
-    return _field(model, name).get_db_prep_value(value, connection, prepared=False)
 
 
 def _record(rows: Iterable[UserGroup]) -> tuple[GroupRecord, UserGroup] | None:
@@ -229,10 +200,10 @@ def find_group(start: Start, *values: Any) -> GroupRecord | None:
     using = router.db_for_read(UserGroup)
     connection = connections[using]
     params = [
-        _prepared(connection, UserGroup, name, value)
+        statements.prepared(connection, UserGroup, name, value)
         for name, value in zip(start.fields, values, strict=True)
     ]
-    sql = _sql(connection, start, lambda: _start_sql(connection, start))
+    sql = statements.written_once(connection, start, lambda: _start_sql(connection, start))
     found = _record(UserGroup.objects.using(using).raw(sql, [*params, walk_limit()]))
     return None if found is None else found[0]
 
@@ -242,22 +213,22 @@ def _token_sql(connection: BaseDatabaseWrapper, with_key: bool, with_end_user: b
     every binding of the token still holds."""
 
     def column(model: type[Model], name: str) -> str:
-        return _column(connection, model, name)
+        return statements.column(connection, model, name)
 
     def on_group(model: type[Model], alias: str) -> str:
         return f"{alias}.{column(model, 'workspace')} = g.{column(UserGroup, 'workspace')}"
 
     conditions = [
         *(f"g.{column(UserGroup, name)} = %s" for name in _TOKEN_GROUP_FIELDS),
-        f"EXISTS (SELECT 1 FROM {_table(connection, Workspace)} ws"
+        f"EXISTS (SELECT 1 FROM {statements.table(connection, Workspace)} ws"
         f" WHERE ws.{column(Workspace, 'id')} = g.{column(UserGroup, 'workspace')}"
         f" AND ws.{column(Workspace, 'embed_generation')} = %s)",
-        f"NOT EXISTS (SELECT 1 FROM {_table(connection, RevokedEmbedToken)} d"
+        f"NOT EXISTS (SELECT 1 FROM {statements.table(connection, RevokedEmbedToken)} d"
         f" WHERE d.{column(RevokedEmbedToken, 'jti')} = %s)",
     ]
     if with_key:
         conditions.append(
-            f"EXISTS (SELECT 1 FROM {_table(connection, APIKey)} k"
+            f"EXISTS (SELECT 1 FROM {statements.table(connection, APIKey)} k"
             f" WHERE k.{column(APIKey, 'prefix')} = %s AND {on_group(APIKey, 'k')}"
             f" AND k.{column(APIKey, 'revoked_at')} IS NULL)"
         )
@@ -265,12 +236,12 @@ def _token_sql(connection: BaseDatabaseWrapper, with_key: bool, with_end_user: b
     if with_end_user:
         person = " AND ".join(f"u.{column(EndUser, name)} = %s" for name in _TOKEN_END_USER_FIELDS)
         conditions.append(
-            f"EXISTS (SELECT 1 FROM {_table(connection, EndUser)} u"
+            f"EXISTS (SELECT 1 FROM {statements.table(connection, EndUser)} u"
             f" WHERE {on_group(EndUser, 'u')} AND {person})"
         )
         joined = (
             f", u.{column(EndUser, 'attributes')} AS token_end_user_attributes",
-            f" LEFT OUTER JOIN {_table(connection, EndUser)} u ON w.distance = 0"
+            f" LEFT OUTER JOIN {statements.table(connection, EndUser)} u ON w.distance = 0"
             f" AND {on_group(EndUser, 'u')} AND u.{column(EndUser, 'end_user_id')} = %s",
         )
     return _lineage_sql(connection, " AND ".join(conditions), joined)
@@ -305,25 +276,25 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
     )
     params = [
         *(
-            _prepared(connection, UserGroup, name, value)
+            statements.prepared(connection, UserGroup, name, value)
             for name, value in zip(_TOKEN_GROUP_FIELDS, group_values, strict=True)
         ),
-        _prepared(connection, Workspace, "embed_generation", bound.workspace_generation),
-        _prepared(connection, RevokedEmbedToken, "jti", claims.jti),
+        statements.prepared(connection, Workspace, "embed_generation", bound.workspace_generation),
+        statements.prepared(connection, RevokedEmbedToken, "jti", claims.jti),
     ]
     if bound.key_prefix is not None:
-        params.append(_prepared(connection, APIKey, "prefix", bound.key_prefix))
+        params.append(statements.prepared(connection, APIKey, "prefix", bound.key_prefix))
     if person is not None:
         person_values = (person.end_user_id, person.binding, person.generation, False)
         params.extend(
-            _prepared(connection, EndUser, name, value)
+            statements.prepared(connection, EndUser, name, value)
             for name, value in zip(_TOKEN_END_USER_FIELDS, person_values, strict=True)
         )
     params.append(walk_limit())
     if person is not None:
-        params.append(_prepared(connection, EndUser, "end_user_id", person.end_user_id))
+        params.append(statements.prepared(connection, EndUser, "end_user_id", person.end_user_id))
     with_key, with_end_user = bound.key_prefix is not None, person is not None
-    sql = _sql(
+    sql = statements.written_once(
         connection,
         ("token", with_key, with_end_user),
         lambda: _token_sql(connection, with_key, with_end_user),
@@ -335,7 +306,7 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
     if person is None:
         return record, None
     text = getattr(own, "token_end_user_attributes", None)
-    attributes_field = _field(EndUser, "attributes")
+    attributes_field = statements.field(EndUser, "attributes")
     assert isinstance(attributes_field, JSONTextField)
     attributes = attributes_field.from_db_value(text, None, connection)
     return record, attributes if isinstance(attributes, dict) else {}
