@@ -127,15 +127,13 @@ BY_TOKEN = Start(
 )
 
 
-def _lineage_sql(
-    connection: BaseDatabaseWrapper, where: str, joined: tuple[str, str] = ("", "")
-) -> str:
+def _lineage_sql(connection: BaseDatabaseWrapper, where: str, columns: str = "") -> str:
     """The walk up from the group ``where`` finds (a condition on its row ``g``), with
     every row of the group and its ancestors, their mappings and their distance from the
     group: the ORM cannot say a recursive query, and building django-cte's on every
     request cost more than the rest of the request, so this one statement is written
-    once per database vendor. ``joined``: a column list and a join that add to the
-    group's own row (distance 0) what else its caller reads in the same query."""
+    once per database vendor. ``columns``: what else its caller reads in the same query,
+    added to every row (``", (SELECT ...) AS name"``)."""
     group, mapping = UserGroup, SchemaMapping
 
     def column(name: str, model: type[Model] = group) -> str:
@@ -143,7 +141,6 @@ def _lineage_sql(
 
     team_id, parent_id = column("team_id"), column("parent_id")
     table = statements.table(connection, group)
-    columns, join = joined
     return (
         f"WITH RECURSIVE walk (team_id, parent_id, distance) AS ("
         f"SELECT g.{team_id}, g.{parent_id}, 0 FROM {table} g WHERE {where}"
@@ -154,7 +151,7 @@ def _lineage_sql(
         f" m.{column('data_source_id', mapping)} AS walk_data_source_id{columns}"
         f" FROM walk w JOIN {table} g ON g.{team_id} = w.team_id"
         f" LEFT OUTER JOIN {statements.table(connection, mapping)} m"
-        f" ON m.{column('group', mapping)} = g.{team_id}{join}"
+        f" ON m.{column('group', mapping)} = g.{team_id}"
         f" ORDER BY w.distance"
     )
 
@@ -232,19 +229,19 @@ def _token_sql(connection: BaseDatabaseWrapper, with_key: bool, with_end_user: b
             f" WHERE k.{column(APIKey, 'prefix')} = %s AND {on_group(APIKey, 'k')}"
             f" AND k.{column(APIKey, 'revoked_at')} IS NULL)"
         )
-    joined = ("", "")
+    columns = ""
     if with_end_user:
+        # The person's attributes on the group's own row (distance 0), NULL unless every
+        # binding of the person holds. A subquery in the select list, not a condition of
+        # the walk: PostgreSQL plans it faster, and planning costs more than running.
         person = " AND ".join(f"u.{column(EndUser, name)} = %s" for name in _TOKEN_END_USER_FIELDS)
-        conditions.append(
-            f"EXISTS (SELECT 1 FROM {statements.table(connection, EndUser)} u"
-            f" WHERE {on_group(EndUser, 'u')} AND {person})"
+        columns = (
+            f", (SELECT u.{column(EndUser, 'attributes')}"
+            f" FROM {statements.table(connection, EndUser)} u"
+            f" WHERE w.distance = 0 AND {on_group(EndUser, 'u')} AND {person})"
+            " AS token_end_user_attributes"
         )
-        joined = (
-            f", u.{column(EndUser, 'attributes')} AS token_end_user_attributes",
-            f" LEFT OUTER JOIN {statements.table(connection, EndUser)} u ON w.distance = 0"
-            f" AND {on_group(EndUser, 'u')} AND u.{column(EndUser, 'end_user_id')} = %s",
-        )
-    return _lineage_sql(connection, " AND ".join(conditions), joined)
+    return _lineage_sql(connection, " AND ".join(conditions), columns)
 
 
 _TOKEN_GROUP_FIELDS = (
@@ -263,7 +260,8 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
     still holds: the group (its id, workspace, binding and generation), the workspace's
     generation, the key that minted it (not revoked, not deleted), the denylist, and
     the end user (its binding and generation, not disabled, not deleted). One indexed
-    query, which finds nothing when any of them fails."""
+    query, which finds nothing when any of them fails (for the end user: no attributes).
+    """
     using = router.db_for_read(UserGroup)
     connection = connections[using]
     bound, person = claims.binding, claims.binding.end_user
@@ -284,15 +282,13 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
     ]
     if bound.key_prefix is not None:
         params.append(statements.prepared(connection, APIKey, "prefix", bound.key_prefix))
+    params.append(walk_limit())
     if person is not None:
         person_values = (person.end_user_id, person.binding, person.generation, False)
         params.extend(
             statements.prepared(connection, EndUser, name, value)
             for name, value in zip(_TOKEN_END_USER_FIELDS, person_values, strict=True)
         )
-    params.append(walk_limit())
-    if person is not None:
-        params.append(statements.prepared(connection, EndUser, "end_user_id", person.end_user_id))
     with_key, with_end_user = bound.key_prefix is not None, person is not None
     sql = statements.written_once(
         connection,
@@ -306,6 +302,8 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
     if person is None:
         return record, None
     text = getattr(own, "token_end_user_attributes", None)
+    if text is None:  # the person is gone, disabled, or their tokens revoked
+        return None
     attributes_field = statements.field(EndUser, "attributes")
     assert isinstance(attributes_field, JSONTextField)
     attributes = attributes_field.from_db_value(text, None, connection)
