@@ -117,27 +117,14 @@ def _differing(row: EndUser | EndUserRecord, changes: dict[str, Any]) -> list[st
 
 
 def put_end_user(
-    workspace_id: int,
-    end_user_id: str,
-    changes: dict[str, Any],
-    *,
-    for_mint: bool = False,
-    before_write: Callable[[], None] | None = None,
+    workspace_id: int, end_user_id: str, changes: dict[str, Any]
 ) -> tuple[EndUserRecord, bool]:
     """Create the end user with ``changes`` (fields of :data:`CHANGEABLE`; a missing
     ``display_name`` is the id), or set the given fields that differ; ``(end user,
     created)``. Writes nothing when nothing differs. Disabling revokes the person's tokens.
-
-    ``for_mint``: a disabled end user raises :class:`EndUserDisabled` before anything
-    is written (an embed token is about to be minted for the person). ``before_write``
-    is called when something is about to be written, and may raise to write nothing."""
+    """
     return put_read_end_user(
-        find_end_user(workspace_id, end_user_id),
-        workspace_id,
-        end_user_id,
-        changes,
-        for_mint=for_mint,
-        before_write=before_write,
+        find_end_user(workspace_id, end_user_id), workspace_id, end_user_id, changes
     )
 
 
@@ -151,7 +138,11 @@ def put_read_end_user(
     before_write: Callable[[], None] | None = None,
 ) -> tuple[EndUserRecord, bool]:
     """:func:`put_end_user` for a caller that has read the person already: ``found``,
-    or None if there was none (a mint reads the person with its group)."""
+    or None if there was none (a mint reads the person with its group).
+
+    ``for_mint``: a disabled end user raises :class:`EndUserDisabled` before anything
+    is written (an embed token is about to be minted for the person). ``before_write``
+    is called when something is about to be written, and may raise to write nothing."""
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValueError(f"Not fields an end user can change: {sorted(unknown)}")
