@@ -92,6 +92,9 @@ class VariablesLocked(ValueError):
 #: The largest generation a column holds (a 32-bit IntegerField on every database).
 MAX_GENERATION = 2**31 - 1
 
+#: The fields of :class:`MintedGroup` that are the group's own columns (not its workspace's).
+_GROUP_COLUMNS = ("team_id", "provided_id", "name", "embed_generation", "embed_binding")
+
 
 def _mint_sql(connection: BaseDatabaseWrapper, with_end_user: bool) -> str:
     """:func:`group_to_mint`'s statement: the group's columns that a mint reads, each
@@ -102,7 +105,7 @@ def _mint_sql(connection: BaseDatabaseWrapper, with_end_user: bool) -> str:
         return statements.column(connection, model, name)
 
     selected = [
-        *(f"g.{column(UserGroup, name)} AS mint_{name}" for name in MintedGroup._fields[:-1]),
+        *(f"g.{column(UserGroup, name)} AS mint_{name}" for name in _GROUP_COLUMNS),
         f"ws.{column(Workspace, 'embed_generation')} AS mint_workspace_generation",
     ]
     joined = ""
@@ -198,12 +201,11 @@ def mint_embed_token(
     One read of the group's own row, with its workspace's generation and the end user.
     ``params`` and the ``end_user``'s ``attributes`` may not replace a key the group's
     lineage sets unless ``may_replace_variables``: :class:`VariablesLocked`, after one
-    more read. The
-    API passes whether the key has ``write``; host code, which could change the group
-    anyway, may by default. ``end_user`` is created if missing, its given fields that
-    differ saved in one write (none when nothing differs); a disabled one raises
-    :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive`` (needs
-    ``end_user``) revokes the person's earlier tokens, in any group.
+    more read. The API passes whether the key has ``write``; host code, which could
+    change the group anyway, may by default. ``end_user`` is created if missing, its
+    given fields that differ saved in one write (none when nothing differs); a disabled
+    one raises :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive``
+    (needs ``end_user``) revokes the person's earlier tokens, in any group.
 
     Writes its audit event (one INSERT).
     ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
