@@ -5,7 +5,8 @@ import json
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from django.contrib import messages
 from django.contrib.admin import helpers
@@ -46,6 +47,9 @@ from django.utils.translation import gettext
 from usergroups import audit_context
 from usergroups.fields import compact_json
 from usergroups.models import APIKey, UserGroup, Webhook
+
+if TYPE_CHECKING:
+    from django.contrib.admin import ModelAdmin
 
 MEDIA = Media(
     js=["usergroups/admin/secret.js"],
@@ -95,10 +99,30 @@ class ActsAsStaff:
         return acting_as_staff(super().delete_view)(request, *args, **kwargs)  # type: ignore[misc]
 
 
+# A secret that save_model made, until response_add shows it (once) and drops it.
+_NEW_SECRETS: "WeakKeyDictionary[Model, str]" = WeakKeyDictionary()
+
+
 class SecretShownOnce:
-    """For a ModelAdmin whose add shows a new secret on a page of its own (API keys,
-    webhooks): the add form has only "Save", since "Save and add another" and "Save and
-    continue editing" would skip that page and lose the secret."""
+    """For a ModelAdmin whose add makes a secret and shows it once, on a page of its own
+    (API keys, webhooks): ``save_model`` hands the secret to :meth:`keep_secret`, and
+    ``response_add`` answers with :meth:`secret_page` instead of a redirect. The add form
+    has only "Save": "Save and add another" and "Save and continue editing" would skip
+    that page and lose the secret."""
+
+    def keep_secret(self, obj: Model, secret: str) -> None:
+        _NEW_SECRETS[obj] = secret
+
+    def secret_page(self, request: HttpRequest, obj: Any, secret: str) -> HttpResponse:
+        raise NotImplementedError
+
+    def response_add(
+        self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        secret = _NEW_SECRETS.pop(obj, None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]
+        return self.secret_page(request, obj, secret)
 
     def render_change_form(
         self,
@@ -114,6 +138,25 @@ class SecretShownOnce:
         return super().render_change_form(  # type: ignore[misc]
             request, context, add, change, form_url, obj
         )
+
+
+def secret_page_context(
+    model_admin: "ModelAdmin[Any]", request: HttpRequest, title: str, **extra: Any
+) -> dict[str, Any]:
+    """What a page that shows new secrets once (after adding, or rotating keys) is
+    rendered with: the admin's frame and a way back to the changelist."""
+    opts = model_admin.model._meta
+    site = model_admin.admin_site.name
+    request.current_app = site
+    return {
+        **model_admin.admin_site.each_context(request),
+        "title": title,
+        "opts": opts,
+        "app_label": opts.app_label,
+        "media": model_admin.media,
+        "changelist_url": reverse(f"{site}:{opts.app_label}_{opts.model_name}_changelist"),
+        **extra,
+    }
 
 
 class OfferedLookupsOnly:

@@ -15,12 +15,11 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups.admin.common import confirmation_response, secret_html
+from usergroups.admin.common import confirmation_response, secret_html, secret_page_context
 from usergroups.models import APIKey
 from usergroups.scopes import ordered
 from usergroups.services import keys
@@ -133,21 +132,11 @@ class KeyRotationMixin(KeyRotationBase):
                     ),
                 }
             )
-        context = self.new_keys_context(
-            request, gettext("Copy your new API keys"), rotated=rotated, grace_hours=grace_hours
+        context = secret_page_context(
+            self,
+            request,
+            gettext("Copy your new API keys"),
+            rotated=rotated,
+            grace_hours=grace_hours,
         )
         return TemplateResponse(request, "usergroups/admin/apikey/rotated.html", context)
-
-    def new_keys_context(self, request: HttpRequest, title: str, **extra: Any) -> dict[str, Any]:
-        """What a page that shows new keys once (after adding or rotating) is rendered with."""
-        opts = self.model._meta
-        request.current_app = self.admin_site.name
-        return {
-            **self.admin_site.each_context(request),
-            "title": title,
-            "opts": opts,
-            "app_label": opts.app_label,
-            "media": self.media,
-            "changelist_url": reverse(f"{self.admin_site.name}:usergroups_apikey_changelist"),
-            **extra,
-        }

@@ -1,7 +1,6 @@
 """API keys: made on the server, shown once, then known by their prefix; revoked for good."""
 
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from django.contrib import admin
 from django.db.models import Q, QuerySet
@@ -22,6 +21,7 @@ from usergroups.admin.common import (
     OfferedLookupsOnly,
     SecretShownOnce,
     secret_html,
+    secret_page_context,
     when,
 )
 from usergroups.admin.forms import APIKeyAddForm, APIKeyChangeForm
@@ -30,10 +30,6 @@ from usergroups.admin.revocation import KeyRevocationMixin
 from usergroups.models import APIKey
 from usergroups.scopes import SCOPES, field_name, ordered
 from usergroups.services import keys
-
-# A key made by save_model, until response_add shows it (once) and drops it.
-_NEW_KEYS: "WeakKeyDictionary[APIKey, str]" = WeakKeyDictionary()
-
 
 if TYPE_CHECKING:
     KeyAdminBase = admin.ModelAdmin[APIKey]
@@ -231,7 +227,7 @@ class APIKeyAdmin(
             keys.narrow_scopes(obj, scopes)  # takes the unticked ones; never gives one
         else:
             obj.set_scopes(scopes)
-            _NEW_KEYS[obj] = keys.issue_key(obj)
+            self.keep_secret(obj, keys.issue_key(obj))
 
     def delete_model(self, request: HttpRequest, obj: APIKey) -> None:
         keys.delete_key(obj)
@@ -240,19 +236,15 @@ class APIKeyAdmin(
         for api_key in queryset:
             keys.delete_key(api_key)
 
-    def response_add(
-        self, request: HttpRequest, obj: APIKey, post_url_continue: str | None = None
-    ) -> HttpResponse:
-        key = _NEW_KEYS.pop(obj, None)
-        if key is None:
-            return super().response_add(request, obj, post_url_continue)
-        context = self.new_keys_context(
+    def secret_page(self, request: HttpRequest, obj: APIKey, secret: str) -> HttpResponse:
+        context = secret_page_context(
+            self,
             request,
             gettext("Copy your new API key"),
             api_key=obj,
             scopes=self.scope_names(obj),
             secret=secret_html(
-                key, element_id="new-api-key", label=gettext("API key"), revealed=True
+                secret, element_id="new-api-key", label=gettext("API key"), revealed=True
             ),
             change_url=reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[obj.pk]),
         )

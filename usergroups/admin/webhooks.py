@@ -3,7 +3,6 @@
 "redeliver" action. Every write goes through :mod:`usergroups.services.webhooks`."""
 
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from django import forms
 from django.contrib import admin, messages
@@ -11,7 +10,7 @@ from django.db.models import QuerySet
 from django.forms import Media
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, reverse
+from django.urls import URLPattern
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -21,14 +20,12 @@ from usergroups.admin.common import (
     OfferedLookupsOnly,
     SecretShownOnce,
     secret_html,
+    secret_page_context,
     when,
 )
 from usergroups.api.webhook_serializers import CreateWebhookSerializer
 from usergroups.models import Webhook, WebhookDelivery
 from usergroups.services import webhooks
-
-# A webhook made by save_model, until response_add shows its secret (once) and drops it.
-_NEW_SECRETS: "WeakKeyDictionary[Webhook, str]" = WeakKeyDictionary()
 
 if TYPE_CHECKING:
     WebhookAdminBase = admin.ModelAdmin[Webhook]
@@ -143,7 +140,7 @@ class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, SecretShownOnce, WebhookAdmi
             data["workspace"].pk, data["url"], data["events"], data["description"]
         )
         obj.pk, obj.webhook_id = created.pk, created.webhook_id
-        _NEW_SECRETS[obj] = secret
+        self.keep_secret(obj, secret)
 
     def delete_model(self, request: HttpRequest, obj: Webhook) -> None:
         webhooks.delete_webhook(obj.workspace_id, obj.webhook_id)
@@ -152,27 +149,16 @@ class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, SecretShownOnce, WebhookAdmi
         for webhook in queryset:
             webhooks.delete_webhook(webhook.workspace_id, webhook.webhook_id)
 
-    def response_add(
-        self, request: HttpRequest, obj: Webhook, post_url_continue: str | None = None
-    ) -> HttpResponse:
-        secret = _NEW_SECRETS.pop(obj, None)
-        if secret is None:
-            return super().response_add(request, obj, post_url_continue)
-        opts = self.model._meta
-        request.current_app = self.admin_site.name
-        changelist = reverse(f"{self.admin_site.name}:usergroups_webhook_changelist")
-        context = {
-            **self.admin_site.each_context(request),
-            "title": gettext("Copy the webhook's signing secret"),
-            "opts": opts,
-            "app_label": opts.app_label,
-            "media": self.media,
-            "webhook": Webhook.objects.get(pk=obj.pk),
-            "secret": secret_html(
+    def secret_page(self, request: HttpRequest, obj: Webhook, secret: str) -> HttpResponse:
+        context = secret_page_context(
+            self,
+            request,
+            gettext("Copy the webhook's signing secret"),
+            webhook=Webhook.objects.get(pk=obj.pk),
+            secret=secret_html(
                 secret, element_id="new-webhook-secret", label=gettext("Secret"), revealed=True
             ),
-            "changelist_url": changelist,
-        }
+        )
         return TemplateResponse(request, "usergroups/admin/webhook/created.html", context)
 
 
