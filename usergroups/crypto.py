@@ -64,11 +64,13 @@ def looks_like_group_token(value: object) -> TypeGuard[str]:
 #: Bytes of an embed binding: what tells one incarnation of a group or an end user from
 #: another that took its id (a restore, a sequence reset, a re-created person).
 BINDING_BYTES = 12
+BINDING_LENGTH = 16  # base64 of BINDING_BYTES
 
 
 def new_binding() -> str:
-    """A random value fixed when a group or an end user is created; embed tokens carry
-    it and verification compares it. Not a secret: it only has to differ."""
+    """A random value fixed when a group or an end user is created (or an API key, whose
+    embed tokens name it by one); embed tokens carry it and verification compares it.
+    Not a secret: it only has to differ."""
     return secrets.token_urlsafe(BINDING_BYTES)
 
 

@@ -54,7 +54,7 @@ class EmbedTokenView(EmbedScopeView):
             minted = embed.mint_embed_token(
                 api_key.workspace_id,
                 data["user_group_id"],
-                key_prefix=api_key.prefix,
+                key_id=api_key.public_id,
                 may_replace_variables=api_key.has_scope(scopes.WRITE),
                 end_user=serializer.end_user_spec(),
                 exclusive=data["exclusive"],

@@ -1,20 +1,22 @@
-"""Embed tokens: minting, introspection, revocation, and the one query of verification.
+"""Embed tokens: minting, introspection, revocation.
 
-A token is bound to everything that can revoke it, and verification checks them all in
-one indexed query (:func:`usergroups.services.lineage.find_token_group`):
+A token is bound to everything that can revoke it, and verification
+(:mod:`usergroups.services.verification`) checks them all in one indexed query
+(:func:`usergroups.services.lineage.find_token_group`):
 
 - its group: ``team_id``, workspace, ``user_group_id`` and the random
   ``embed_binding`` fixed at the group's creation (an id handed out again never revives
   a token), and the group's ``embed_generation`` as minted;
 - its workspace's ``embed_generation`` (``{"all": true}``);
-- the API key that minted it, by prefix: revoked or deleted, its tokens die;
+- the API key that minted it, by its ``public_id``: revoked, expired, deleted or without
+  ``embed``, its tokens die;
 - its end user, if any: binding, ``embed_generation``, not disabled, not deleted;
 - the denylist of single revoked tokens (:class:`~usergroups.models.RevokedEmbedToken`),
   kept only until each token expires.
 
 Revoking on an axis advances a generation with one ``UPDATE ... + 1`` (or adds one
-denylist row), so every process refuses the older tokens at its next verification; no
-process remembers a verdict. A mint racing a revocation never yields a token that
+denylist row), so every process refuses the older tokens at its next verification (a
+process that remembers a grant forgets it when the write's notification arrives). A mint racing a revocation never yields a token that
 outlives it: the mint reads the generations before it signs, so a revocation that
 commits after that read leaves the token's generations behind; one that commits before
 it is seen by the read, and the token, minted after the revocation, rightly works.
@@ -41,7 +43,7 @@ from usergroups.embed.grant import EmbedGrant
 from usergroups.logs import get_logger
 from usergroups.models import EndUser, RevokedEmbedToken, UserGroup, Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import audit, end_users, lineage, statements
+from usergroups.services import audit, end_users, lineage, statements, verification
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
@@ -185,7 +187,7 @@ def mint_embed_token(
     workspace_id: int,
     provided_id: str,
     *,
-    key_prefix: str | None = None,
+    key_id: str | None = None,
     may_replace_variables: bool = True,
     end_user: EndUserSpec | None = None,
     exclusive: bool = False,
@@ -195,7 +197,7 @@ def mint_embed_token(
     params: Mapping[str, Any] | None = None,
 ) -> MintedToken | None:
     """A token for the workspace's group ``provided_id``, minted by the API key whose
-    prefix is ``key_prefix`` (None: host code, in-process: no key to revoke it by);
+    ``public_id`` is ``key_id`` (None: host code, in-process: no key to end it by);
     None if there is no such group.
 
     One read of the group's own row, with its workspace's generation and the end user.
@@ -230,7 +232,7 @@ def mint_embed_token(
             workspace_generation=group.workspace_generation,
             group_binding=group.embed_binding,
             group_generation=group.embed_generation,
-            key_prefix=key_prefix,
+            key_id=key_id,
             end_user=person,
         )
         return tokens.sign(
@@ -298,29 +300,15 @@ def mint_embed_token(
     return MintedToken(token, seconds, expires_at, group, person)
 
 
-def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
-    """The grant of verified ``claims`` if everything the token is bound to still holds
-    (see the module's docstring): one indexed query, with what the group inherits at
-    any depth and the end user's attributes."""
-    found = lineage.find_token_group(claims)
-    if found is None:
-        return None
-    group, attributes = found
-    return EmbedGrant(group, claims, attributes)
-
-
 @sensitive_variables("token")
 def introspect(workspace_id: int, token: object) -> EmbedGrant | None:
     """The grant of ``token`` if it is active for this workspace, else None (expired,
     forged, malformed, revoked, its group deleted, or another workspace's)."""
     try:
-        claims = tokens.verify(token)
+        grant = verification.grant_of(token)
     except tokens.InvalidEmbedToken:
         return None
-    grant = current_grant(claims)
-    if grant is None or grant.group.workspace_id != workspace_id:
-        return None
-    return grant
+    return grant if grant.group.workspace_id == workspace_id else None
 
 
 def revoke_embed_tokens(group: UserGroup | GroupRecord | int) -> GroupRecord | None:

@@ -24,7 +24,7 @@ from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto, scopes
+from usergroups import crypto, read_model, scopes
 from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.models import SchemaMapping, UserGroup
@@ -63,8 +63,14 @@ def _atomic() -> transaction.Atomic:
 
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
-    """The group of ``provided_id`` in the workspace, or None: one query at any depth."""
-    return lineage.find_group(lineage.BY_PROVIDED_ID, workspace_id, provided_id)
+    """The group of ``provided_id`` in the workspace, or None: one query at any depth,
+    none on PostgreSQL for a group found before (:mod:`usergroups.read_model`)."""
+    return read_model.remember(
+        ("user group", workspace_id, provided_id),
+        lambda: lineage.find_group(lineage.BY_PROVIDED_ID, workspace_id, provided_id),
+        lambda found: found.workspace_id,
+        using=router.db_for_read(UserGroup),
+    )
 
 
 def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:

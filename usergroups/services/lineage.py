@@ -12,12 +12,14 @@ deep, and the stop keeps a corrupted row from looping.
 """
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, IntegerField, Model, QuerySet, Value
 from django.db.models.lookups import LessThan
+from django.utils import timezone
 from django_cte import CTE, with_cte
 
 from usergroups.conf import usergroups_settings
@@ -215,6 +217,12 @@ def _token_sql(connection: BaseDatabaseWrapper, with_key: bool, with_end_user: b
     def on_group(model: type[Model], alias: str) -> str:
         return f"{alias}.{column(model, 'workspace')} = g.{column(UserGroup, 'workspace')}"
 
+    key = (
+        f"FROM {statements.table(connection, APIKey)} k"
+        f" WHERE k.{column(APIKey, 'public_id')} = %s AND {on_group(APIKey, 'k')}"
+        f" AND k.{column(APIKey, 'revoked_at')} IS NULL AND k.{column(APIKey, 'scope_embed')} = %s"
+        f" AND (k.{column(APIKey, 'expires_at')} IS NULL OR k.{column(APIKey, 'expires_at')} > %s)"
+    )
     conditions = [
         *(f"g.{column(UserGroup, name)} = %s" for name in _TOKEN_GROUP_FIELDS),
         f"EXISTS (SELECT 1 FROM {statements.table(connection, Workspace)} ws"
@@ -223,19 +231,21 @@ def _token_sql(connection: BaseDatabaseWrapper, with_key: bool, with_end_user: b
         f"NOT EXISTS (SELECT 1 FROM {statements.table(connection, RevokedEmbedToken)} d"
         f" WHERE d.{column(RevokedEmbedToken, 'jti')} = %s)",
     ]
-    if with_key:
-        conditions.append(
-            f"EXISTS (SELECT 1 FROM {statements.table(connection, APIKey)} k"
-            f" WHERE k.{column(APIKey, 'prefix')} = %s AND {on_group(APIKey, 'k')}"
-            f" AND k.{column(APIKey, 'revoked_at')} IS NULL)"
-        )
     columns = ""
+    if with_key:
+        conditions.append(f"EXISTS (SELECT 1 {key})")
+        # When the key expires its tokens end (CONTRACT 8a): what remembers a grant
+        # must know when, as nothing is written then.
+        columns += (
+            f", (SELECT k.{column(APIKey, 'expires_at')} {key} AND w.distance = 0)"
+            " AS token_key_expires_at"
+        )
     if with_end_user:
         # The person's attributes on the group's own row (distance 0), NULL unless every
         # binding of the person holds. A subquery in the select list, not a condition of
         # the walk: PostgreSQL plans it faster, and planning costs more than running.
         person = " AND ".join(f"u.{column(EndUser, name)} = %s" for name in _TOKEN_END_USER_FIELDS)
-        columns = (
+        columns += (
             f", (SELECT u.{column(EndUser, 'attributes')}"
             f" FROM {statements.table(connection, EndUser)} u"
             f" WHERE w.distance = 0 AND {on_group(EndUser, 'u')} AND {person})"
@@ -254,13 +264,33 @@ _TOKEN_GROUP_FIELDS = (
 _TOKEN_END_USER_FIELDS = ("end_user_id", "embed_binding", "embed_generation", "disabled")
 
 
-def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None] | None:
+def _utc(value: Any) -> datetime | None:
+    """A datetime column read outside a model field (SQLite gives text, MariaDB a naive
+    UTC time) as an aware datetime."""
+    if value is None:
+        return None
+    found = statements.field(APIKey, "expires_at").to_python(value)
+    assert isinstance(found, datetime)
+    return timezone.make_aware(found, UTC) if timezone.is_naive(found) else found
+
+
+class TokenGroup(NamedTuple):
+    """What :func:`find_token_group` finds for a token that still holds."""
+
+    group: GroupRecord
+    #: The token's end user's attributes; None for a token without one.
+    end_user_attributes: dict[str, Any] | None
+    #: When the key that minted the token expires (None: never, or no key).
+    key_expires_at: datetime | None
+
+
+def find_token_group(claims: Claims) -> TokenGroup | None:
     """The group of verified ``claims`` with what it inherits, and its end user's
-    attributes (None for a token without one), if everything the token is bound to
-    still holds: the group (its id, workspace, binding and generation), the workspace's
-    generation, the key that minted it (not revoked, not deleted), the denylist, and
-    the end user (its binding and generation, not disabled, not deleted). One indexed
-    query, which finds nothing when any of them fails (for the end user: no attributes).
+    attributes, if everything the token is bound to still holds: the group (its id,
+    workspace, binding and generation), the workspace's generation, the key that minted
+    it (not revoked, expired or deleted, still holding ``embed``), the denylist, and the
+    end user (its binding and generation, not disabled, not deleted). One indexed query,
+    which finds nothing when any of them fails (for the end user: no attributes).
     """
     using = router.db_for_read(UserGroup)
     connection = connections[using]
@@ -280,16 +310,21 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
         statements.prepared(connection, Workspace, "embed_generation", bound.workspace_generation),
         statements.prepared(connection, RevokedEmbedToken, "jti", claims.jti),
     ]
-    if bound.key_prefix is not None:
-        params.append(statements.prepared(connection, APIKey, "prefix", bound.key_prefix))
-    params.append(walk_limit())
+    key_params = []
+    if bound.key_id is not None:
+        key_params = [
+            statements.prepared(connection, APIKey, "public_id", bound.key_id),
+            statements.prepared(connection, APIKey, "scope_embed", True),
+            statements.prepared(connection, APIKey, "expires_at", timezone.now()),
+        ]
+    params += [*key_params, walk_limit(), *key_params]
     if person is not None:
         person_values = (person.end_user_id, person.binding, person.generation, False)
         params.extend(
             statements.prepared(connection, EndUser, name, value)
             for name, value in zip(_TOKEN_END_USER_FIELDS, person_values, strict=True)
         )
-    with_key, with_end_user = bound.key_prefix is not None, person is not None
+    with_key, with_end_user = bound.key_id is not None, person is not None
     sql = statements.written_once(
         connection,
         ("token", with_key, with_end_user),
@@ -299,15 +334,16 @@ def find_token_group(claims: Claims) -> tuple[GroupRecord, dict[str, Any] | None
     if found is None:
         return None
     record, own = found
+    key_expires_at = _utc(getattr(own, "token_key_expires_at", None))
     if person is None:
-        return record, None
+        return TokenGroup(record, None, key_expires_at)
     text = getattr(own, "token_end_user_attributes", None)
     if text is None:  # the person is gone, disabled, or their tokens revoked
         return None
     attributes_field = statements.field(EndUser, "attributes")
     assert isinstance(attributes_field, JSONTextField)
     attributes = attributes_field.from_db_value(text, None, connection)
-    return record, attributes if isinstance(attributes, dict) else {}
+    return TokenGroup(record, attributes if isinstance(attributes, dict) else {}, key_expires_at)
 
 
 def ancestors_of(team_ids: Iterable[int]) -> dict[int, list[Ancestor]]:
