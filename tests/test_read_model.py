@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from collections.abc import Callable, Iterator
 
 import psycopg
@@ -20,6 +21,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from tests.support import ROOT
 from tests.support.api import client_for, get_or_create, send
@@ -285,3 +287,14 @@ def test_memory_stays_within_its_bound(site, settings) -> None:
     assert len(memory) == 100
     assert queries_of(lambda: dashboard(tokens[-1])) == 0
     assert queries_of(lambda: dashboard(tokens[0])) == 1  # the least recently used went
+
+
+@on_postgresql
+def test_a_remembered_token_ends_when_its_key_expires(site) -> None:
+    key, group = site
+    expires = timezone.now() + timedelta(seconds=1)
+    APIKey.objects.filter(pk=key.pk).update(expires_at=expires)
+    token = minted(client_for(key.key), group.provided_id)
+    heard_by_now(token)
+    time.sleep(max(0.0, (expires - timezone.now()).total_seconds()) + 0.05)
+    assert is_refused(token)  # nothing was written: the grant knew when
