@@ -275,10 +275,20 @@ def _record(levels):
     """A record whose lineage is ``levels``: ``[(provided_id, properties)]``, root first."""
     ancestors = [Ancestor(n, pid, props, {}) for n, (pid, props) in enumerate(levels[:-1], 1)]
     provided_id, properties = levels[-1]
-    values = [len(levels), 1, provided_id, "g", properties, "d", "s"]
     now = datetime.now(UTC)
-    values += [now, now, None, len(levels) - 1 if ancestors else None, 0]
-    return GroupRecord.from_values(values, [], ancestors)
+    group = UserGroup(
+        team_id=len(levels),
+        workspace_id=1,
+        provided_id=provided_id,
+        name="g",
+        properties=properties,
+        token_digest="d",
+        token_sealed="s",
+        created_at=now,
+        updated_at=now,
+        parent_id=len(levels) - 1 if ancestors else None,
+    )
+    return GroupRecord.from_model(group, [], ancestors)
 
 
 keys = st.sampled_from(["a", "b", "c", "d", "region", "tier"])

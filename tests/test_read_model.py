@@ -13,8 +13,8 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -73,8 +73,11 @@ def outside_sql(sql: str, *params: object) -> None:
     """``sql`` committed on a connection of its own, as an operator's psql would."""
     settings = connection.settings_dict
     with psycopg.connect(
-        dbname=settings["NAME"], user=settings["USER"], host=settings["HOST"],
-        port=settings["PORT"] or 5432, autocommit=True,
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        host=settings["HOST"],
+        port=settings["PORT"] or 5432,
+        autocommit=True,
     ) as other:
         other.execute(sql, params)
 
@@ -213,10 +216,7 @@ def test_a_write_from_another_process_is_in_force(site) -> None:
     key, group = site
     token = minted(client_for(key.key), group.provided_id)
     heard_by_now(token)
-    code = (
-        "from usergroups.services import embed;"
-        f"embed.revoke_embed_tokens({group.team_id})"
-    )
+    code = f"from usergroups.services import embed;embed.revoke_embed_tokens({group.team_id})"
     # The test database, which pytest-django named, not the one DATABASE_URL names.
     database = connection.settings_dict
     url = f"postgres://{database['USER']}@{database['HOST']}:{database['PORT'] or 5432}"
@@ -227,7 +227,10 @@ def test_a_write_from_another_process_is_in_force(site) -> None:
     }
     subprocess.run(
         [sys.executable, "-c", f"import django; django.setup(); {code}"],
-        cwd=ROOT, env=environment, check=True, timeout=60,
+        cwd=ROOT,
+        env=environment,
+        check=True,
+        timeout=60,
     )
     time.sleep(OUTSIDE_WRITE_SECONDS)
     assert is_refused(token)

@@ -119,7 +119,9 @@ class Listener:
                 self._stopping.wait(RECONNECT_SECONDS)
                 continue
             try:
-                select.select([self._connection.fileno(), self._wake_read], [], [], HEARTBEAT_SECONDS)
+                select.select(
+                    [self._connection.fileno(), self._wake_read], [], [], HEARTBEAT_SECONDS
+                )
             except (OSError, ValueError):  # the connection closed under us
                 pass
             if self._stopping.is_set():
