@@ -29,6 +29,15 @@ class LengthRequired(exceptions.APIException):
     default_code = "length_required"
 
 
+class MalformedBody(exceptions.APIException):
+    """A chunked body whose framing the server could not read: a bad chunk size, a missing
+    CRLF after a chunk, a body cut short (usergroups.api.chunked)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = _("The chunked body is malformed.")
+    default_code = "invalid"
+
+
 class TokenUnavailable(exceptions.APIException):
     """The group's token was sealed with a secret this server no longer has."""
 
