@@ -574,9 +574,12 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "without `origin` is valid from any origin. `end_user` names the person: "
             "created if missing, given fields that differ saved (nothing written when none "
             "does); a disabled one is 403 `end_user_disabled`. `exclusive: true` (needs "
-            "`end_user`) revokes the person's earlier tokens in every group. `params` and "
-            "`end_user.attributes` may not set a top-level key the group's lineage sets "
-            "unless the key also has `write` (400 `invalid` naming `params` / `end_user`). "
+            "`end_user`) revokes the person's earlier tokens in every group. A key without "
+            "`write` grants no more than the lineage and the writers with `write` allowed: "
+            "its `end_user.attributes` must be the person's stored ones (403 "
+            "`permission_denied`, nothing written) and its `params` may not set a top-level "
+            "key that the group's lineage or the person's attributes set (400 `invalid` "
+            "naming `params`). "
             "Writes its audit event (`embed_token.minted`, naming the token by its `jti`). "
             "Scope: `embed`, checked before the body is read.",
             "scopes": ["embed"],
@@ -594,7 +597,9 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
                     404,
                     s404=EMBED_GROUP_404,
                     s403=ERROR_DESCRIPTIONS[403]
-                    + " `end_user_disabled`: the end user is disabled; no token.",
+                    + " `end_user_disabled`: the end user is disabled; no token."
+                    + " Also `permission_denied`: a key without `write` sent"
+                    + " `end_user.attributes` that differ from the person's; nothing written.",
                 ),
             },
         },

@@ -82,13 +82,18 @@ class EndUserSpec:
 
 
 class VariablesLocked(ValueError):
-    """``params`` or the end user's ``attributes`` of a mint would replace top-level keys
-    the group's lineage sets, and the minting key may not (it lacks ``write``).
-    ``clashes``: the mint's field (``"params"``, ``"end_user"``) -> the keys."""
+    """``params`` of a mint would replace top-level keys that the group's lineage or the
+    end user's stored attributes set, and the minting key may not (it lacks ``write``).
+    ``clashes``: the mint's field (``"params"``) -> the keys."""
 
     def __init__(self, clashes: dict[str, list[str]]):
         super().__init__(clashes)
         self.clashes = clashes
+
+
+class AttributesLocked(Exception):
+    """The end user's ``attributes`` of a mint differ from the person's stored ones (a new
+    person has none), and the minting key may not change them (it lacks ``write``)."""
 
 
 #: The largest generation a column holds (a 32-bit IntegerField on every database).
@@ -163,23 +168,35 @@ def group_to_mint(
     return group, person
 
 
-def _check_locked(
-    group: MintedGroup, params: Mapping[str, Any] | None, end_user: EndUserSpec | None
-) -> None:
-    """:class:`VariablesLocked` if ``params`` or the end user's given ``attributes`` set
-    a top-level key the group's lineage sets (one read of the lineage)."""
-    attributes = end_user.changes.get("attributes") if end_user is not None else None
-    if not params and not attributes:
-        return
-    record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
-    locked = set(record.computed_properties) if record is not None else set()
-    clashes = {
-        name: sorted(locked & set(given))
-        for name, given in (("params", params or {}), ("end_user", attributes or {}))
-        if locked & set(given)
-    }
-    if clashes:
-        raise VariablesLocked(clashes)
+def _within_grant(
+    group: MintedGroup,
+    person: end_users.EndUserRecord | None,
+    params: Mapping[str, Any] | None,
+    end_user: EndUserSpec | None,
+) -> EndUserSpec | None:
+    """What a mint by a key without ``write`` may do (contract 8a: its token grants at
+    most what the group's lineage and the writers with ``write`` allowed).
+
+    :class:`AttributesLocked` if the end user's given ``attributes`` differ from
+    ``person``'s stored ones (``person`` as read with the group; None: none yet), at no
+    query; :class:`VariablesLocked` if ``params`` set a top-level key that the lineage
+    or the person's stored attributes set, after one read of the lineage (only with
+    ``params``). The end user to put: without ``attributes``, which are the stored ones,
+    so that a writer's change made since ``person`` was read is not undone."""
+    if end_user is not None and "attributes" in end_user.changes:
+        changes = dict(end_user.changes)
+        if end_users.attributes_differ(person, changes.pop("attributes")):
+            raise AttributesLocked(end_user.end_user_id)
+        end_user = EndUserSpec(end_user.end_user_id, changes)
+    if params:
+        record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
+        locked = set(record.computed_properties) if record is not None else set()
+        if person is not None:
+            locked |= set(person.attributes)
+        clashes = sorted(locked & set(params))
+        if clashes:
+            raise VariablesLocked({"params": clashes})
+    return end_user
 
 
 @sensitive_variables("token")
@@ -201,13 +218,16 @@ def mint_embed_token(
     None if there is no such group.
 
     One read of the group's own row, with its workspace's generation and the end user.
-    ``params`` and the ``end_user``'s ``attributes`` may not replace a key the group's
-    lineage sets unless ``may_replace_variables``: :class:`VariablesLocked`, after one
-    more read. The API passes whether the key has ``write``; host code, which could
-    change the group anyway, may by default. ``end_user`` is created if missing, its
-    given fields that differ saved in one write (none when nothing differs); a disabled
-    one raises :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive``
-    (needs ``end_user``) revokes the person's earlier tokens, in any group.
+    Unless ``may_replace_variables``, the mint grants no more than the group's lineage
+    and the person's stored attributes allow: the ``end_user``'s ``attributes`` may not
+    differ from the stored ones (:class:`AttributesLocked`), and ``params`` may not
+    replace a key the lineage or the person sets (:class:`VariablesLocked`, after one
+    more read); nothing is written then. The API passes whether the key has ``write``;
+    host code, which could change the group and the person anyway, may by default.
+    ``end_user`` is created if missing, its given fields that differ saved in one write
+    (none when nothing differs); a disabled one raises
+    :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive`` (needs
+    ``end_user``) revokes the person's earlier tokens, in any group.
 
     Writes its audit event (one INSERT).
     ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
@@ -222,7 +242,7 @@ def mint_embed_token(
         return None
     group, known_person = found
     if not may_replace_variables:
-        _check_locked(group, params, end_user)
+        end_user = _within_grant(group, known_person, params, end_user)
     seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
     issued_at = int(timezone.now().timestamp())
 
