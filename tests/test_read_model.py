@@ -8,6 +8,7 @@ first test shows it). Writes come through every door: the API, the admin, a comm
 host code, SQL typed by an operator on a connection of its own, another process.
 """
 
+import functools
 import os
 import signal
 import subprocess
@@ -28,9 +29,10 @@ from tests.support.api import client_for, get_or_create, send
 from tests.support.embed import dashboard, minted, revoke
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from usergroups import read_model
+from usergroups.embed import tokens
 from usergroups.models import APIKey, UserGroup
 from usergroups.read_model import listening
-from usergroups.services import keys
+from usergroups.services import keys, verification
 
 on_postgresql = pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="the read model listens on PostgreSQL"
@@ -301,3 +303,38 @@ def test_a_remembered_token_ends_when_its_key_expires(site) -> None:
     heard_by_now(token)
     time.sleep(max(0.0, (expires - timezone.now()).total_seconds()) + 0.05)
     assert is_refused(token)  # nothing was written: the grant knew when
+
+
+@on_postgresql
+@pytest.mark.slow
+def test_memory_is_flat_at_its_bound_over_100k_distinct_tokens(site, settings) -> None:
+    """Every token is a new entry; past the bound, the least recently used make room,
+    so what the process holds stops growing."""
+    key, group = site
+    settings.USERGROUPS = {**getattr(settings, "USERGROUPS", {}), "READ_MODEL_MAX_ENTRIES": 2000}
+    minted_one = minted(client_for(key.key), group.provided_id)
+    heard_by_now(minted_one)
+    claims = tokens.verify(minted_one)
+    sign = functools.partial(
+        tokens.sign,
+        team_id=group.team_id,
+        user_group_id=group.provided_id,
+        binding=claims.binding,
+        issued_at=int(time.time()),
+        expires_in=3600,
+    )
+    memory = read_model.process_listener().memory
+    resident = []  # the process's resident memory after each 10,000 tokens
+    for number in range(100_000):
+        verification.grant_of(sign())
+        if number % 10_000 == 9_999:
+            resident.append(resource_usage())
+    assert len(memory) == 2000
+    # The bound is reached within the first 10,000: the next 90,000 add nothing lasting.
+    assert max(resident) - resident[0] < 8 * 2**20, resident
+
+
+def resource_usage() -> int:
+    """Bytes of this process's resident set (Linux)."""
+    pages = int(open("/proc/self/statm").read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE")

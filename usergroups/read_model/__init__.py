@@ -41,11 +41,16 @@ def listen_alias() -> str:
 
 
 def enabled() -> bool:
-    """Whether this site runs the read model (the setting, on PostgreSQL only)."""
-    setting = usergroups_settings.READ_MODEL
-    if setting is False:
+    """Whether this site runs the read model: the setting, on PostgreSQL, unless the
+    database it would listen through looks pooled in transaction mode (check W005)."""
+    if usergroups_settings.READ_MODEL is False:
         return False
-    return connections[listen_alias()].vendor == "postgresql"
+    database = connections[listen_alias()]
+    pooled = (
+        usergroups_settings.LISTEN_DATABASE is None
+        and database.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    )
+    return database.vendor == "postgresql" and not pooled
 
 
 def _connect() -> Any:

@@ -3,9 +3,12 @@
 keys, groups, mappings, end users or denylist a transaction changed.
 
 A thread of the process keeps the ear healthy: it sleeps on the connection's socket, and
-every :data:`HEARTBEAT_SECONDS` (or when woken) it runs a ``SELECT 1``, before whose
-answer the server sends every notification of a transaction committed before it began,
-then hands what it heard to :class:`~usergroups.read_model.memory.Memory`. A request
+every :data:`HEARTBEAT_SECONDS` (or when woken) it notifies a channel of its own and
+waits for that notification to come back. Before it does, the server has sent every
+notification of a transaction committed before the heartbeat began; and hearing its own
+heartbeat proves the connection still listens (through a pooler in transaction mode it
+would not: the heartbeat is never heard, and memory never trusted). What it heard goes
+to :class:`~usergroups.read_model.memory.Memory`. A request
 drains what has arrived on the socket without waiting (:meth:`Listener.trusted`), and
 trusts memory only when the last heartbeat is younger than :data:`STALE_SECONDS`: a lost
 connection, a stalled server or a thread that cannot run means the database answers,
@@ -16,6 +19,7 @@ Only psycopg's public API: ``Connection.execute``, ``notifies(timeout=0)`` and
 """
 
 import os
+import secrets
 import select
 import threading
 import time
@@ -64,6 +68,11 @@ class Listener:
         self._synced = threading.Condition()
         self._synced_at: float | None = None
         self._queue_checked_at = 0.0
+        # A channel of this listener's own, which only its heartbeats use.
+        self._heartbeat_channel = f"{CHANNEL}_heartbeat_{secrets.token_hex(8)}"
+        self._beats = 0
+        self._heard_beat = -1
+        self._warned = False
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         self._stopping = threading.Event()
@@ -115,8 +124,9 @@ class Listener:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            if self._connection is None and not self._listen():
-                self._stopping.wait(RECONNECT_SECONDS)
+            if self._connection is None and (
+                self._stopping.wait(RECONNECT_SECONDS if self._warned else 0) or not self._listen()
+            ):
                 continue
             try:
                 select.select(
@@ -136,8 +146,9 @@ class Listener:
         try:
             connection = self._connect()
             connection.execute(f"LISTEN {CHANNEL}")
+            connection.execute(f"LISTEN {self._heartbeat_channel}")
         except Exception as error:  # any failure to connect: try again later
-            logger.warning("The read model cannot listen (%s): reading the database", error)
+            self._warn(f"The read model cannot listen ({error}): reading the database")
             return False
         with self._lock:
             self.memory.forget_all()
@@ -145,13 +156,23 @@ class Listener:
         logger.info("The read model listens on channel %s", CHANNEL)
         return True
 
+    def _warn(self, message: str) -> None:
+        """Once until the listener is trusted again: a retry every half second must not
+        flood the log."""
+        if not self._warned:
+            logger.warning(message)
+            self._warned = True
+
     def _heartbeat(self) -> None:
         started = time.monotonic()
         with self._lock:
             if self._connection is None:
                 return
+            self._beats += 1
             try:
-                self._connection.execute("SELECT 1")
+                self._connection.execute(
+                    "SELECT pg_notify(%s, %s)", (self._heartbeat_channel, str(self._beats))
+                )
                 if started - self._queue_checked_at >= QUEUE_CHECK_SECONDS:
                     self._queue_checked_at = started
                     self._connection.execute(
@@ -162,6 +183,11 @@ class Listener:
                 return
             if not self._drain():
                 return
+            if self._heard_beat != self._beats:
+                # Connected, yet not listening: a pooler lent the session away.
+                self._lose(RuntimeError("its own heartbeat was not heard"))
+                return
+            self._warned = False
             previous = self._synced_at
             if previous is None or started - previous >= STALE_SECONDS:
                 # Not trusted since `previous`: begin afresh rather than reason about it.
@@ -174,7 +200,10 @@ class Listener:
         """Hand what has arrived to memory; False if the connection is lost. Under the lock."""
         try:
             for notification in self._connection.notifies(timeout=0):
-                self._heard(notification.payload)
+                if notification.channel == self._heartbeat_channel:
+                    self._heard_beat = int(notification.payload)
+                else:
+                    self._heard(notification.payload)
         except Exception as error:
             self._lose(error)
             return False
@@ -187,7 +216,7 @@ class Listener:
             self.memory.forget_all()
 
     def _lose(self, error: BaseException) -> None:
-        logger.warning("The read model lost its listening connection (%s)", error)
+        self._warn(f"The read model lost its listening connection ({error}): reading the database")
         self._close()
 
     def _close(self) -> None:
