@@ -63,7 +63,6 @@ export function serveTokens(frame, getToken, { origin } = {}) {
 export function connect({ parents = [], getToken, sizeOf } = {}) {
   const session = new EventTarget();
   let token, claims, timer, repeat, gone;
-  let id = 0;
   const waiting = [];
   const emit = (type, detail) => session.dispatchEvent(new CustomEvent(type, { detail }));
   const post = (type, extra) => {
@@ -72,7 +71,7 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
 
   function request(type) {
     if (getToken) return ask(getToken).then(take);
-    const message = { id: ++id };
+    const message = { id: Math.random() }; // not a counter: a reloaded frame starts again
     post(type, message);
     // The page's script may not listen yet: say it again, same id, until answered.
     repeat = setInterval(() => post(type, message), 1000);
