@@ -10,6 +10,7 @@ The host's code the docs show (docs/browser.md) runs as written.
 Screenshots: artifacts/screenshots/embed-script-*.png.
 """
 
+import json
 import time
 from collections.abc import Callable
 
@@ -259,6 +260,32 @@ def test_a_request_refused_as_token_expired_is_repeated_once_with_a_fresh_token(
 
 def ended(target) -> list[dict]:
     return [event for event in events(target) if event["type"] == "ended"]
+
+
+def test_the_refusal_code_is_read_from_the_challenge_and_from_the_body(page, customer):
+    """A 401 whose code is in ``WWW-Authenticate`` alone (its body is no JSON), then a 403
+    whose code is in its body alone (no challenge): both are read."""
+    answers = [
+        {"status": 401, "headers": {"WWW-Authenticate": 'Embed error="token_expired"'}},
+        {
+            "status": 403,
+            "content_type": "application/json",
+            "body": json.dumps({"success": 0, "error": {"code": "origin_not_allowed"}}),
+        },
+    ]
+    sent = []
+
+    def answer(route):
+        sent.append(route.request.headers["authorization"])
+        route.fulfill(**answers[len(sent) - 1])
+
+    page.route(f"**{SALES}", answer)
+    page.goto(f"{customer.url}/")
+    frame = probe_frame(page)
+    assert fetch_status(frame) == 403
+    assert len(sent) == 2 and sent[0] != sent[1]  # repeated once, with a fresh token
+    (event,) = ended(frame)
+    assert event["code"] == "origin_not_allowed"
 
 
 def test_a_revocation_ends_the_session(page, demo, live_server, customer, screenshot):

@@ -8,10 +8,8 @@ const ours = (m) => m && m.v === VERSION;
 
 // A mint's answer as {token, expiresIn}; anything else as {code}.
 function read(answer) {
-  if (answer && typeof answer.embed_token === "string") {
-    return { token: answer.embed_token, expiresIn: Number(answer.expires_in) };
-  }
-  const error = answer && answer.error;
+  const { embed_token: token, expires_in, error } = answer || {};
+  if (typeof token === "string") return { token, expiresIn: +expires_in };
   return { code: String((error && error.code) || error || "unavailable") };
 }
 
@@ -20,8 +18,7 @@ const ask = (getToken) => Promise.resolve().then(getToken).then(read, () => read
 // A JWT's claims (readable by anyone; never trusted for access).
 export function claimsOf(jwt) {
   try {
-    const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-    return JSON.parse(atob(part));
+    return JSON.parse(atob(jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
   } catch {
     return null;
   }
@@ -31,23 +28,19 @@ export function claimsOf(jwt) {
 async function codeOf(response) {
   const header = /error="([^"]*)"/.exec(response.headers.get("WWW-Authenticate"));
   if (header) return header[1];
-  try {
-    return String((await response.clone().json()).error.code);
-  } catch {
-    return "";
-  }
+  return response.clone().json().then((body) => String(body.error.code)).catch(() => "");
 }
 
 // The framing page: answers with getToken() (its backend), to the frame's origin only.
 export function serveTokens(frame, getToken, { origin } = {}) {
   const target = origin || new URL(frame.src, location.href).origin;
-  if (!/^https?:\/\/[^/]+$/.test(target)) throw new Error(`no frame origin: ${target}`);
+  if (!target.includes("://")) throw new Error(`no frame origin: ${target}`); // never "*"
   let last;
   const listener = async ({ source, origin: from, data: m }) => {
     if (!source || source !== frame.contentWindow || from !== target || !ours(m)) return;
     if (m.type === P + "resize" && m.height > 0) frame.style.height = `${Math.ceil(m.height)}px`;
     if (m.type !== P + "ready" && m.type !== P + "token-request") return;
-    if (m.id !== undefined && m.id === last) return; // said again: answered once
+    if (m.id && m.id === last) return; // said again: answered once
     last = m.id;
     const got = await ask(getToken);
     const reply = got.token
@@ -71,9 +64,9 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
 
   function request(type) {
     if (getToken) return ask(getToken).then(take);
-    const message = { id: Math.random() }; // not a counter: a reloaded frame starts again
+    const message = { id: Math.random() }; // a reloaded frame's too is new
     post(type, message);
-    // The page's script may not listen yet: say it again, same id, until answered.
+    // The page's script may not listen yet: again, same id, until answered.
     repeat = setInterval(() => post(type, message), 1000);
   }
 
@@ -95,7 +88,8 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
     const seconds = got.expiresIn > 0 ? got.expiresIn : claims.exp - claims.iat;
     clearTimeout(timer);
     // At two thirds of its life: in time even if the backend is slow.
-    if (seconds > 0) timer = setTimeout(() => next("token-request").catch(() => {}), (seconds * 2000) / 3);
+    const refresh = () => next("token-request").catch(() => {});
+    if (seconds > 0) timer = setTimeout(refresh, (seconds * 2000) / 3);
     emit("token", { expiresIn: seconds, claims });
     settle();
   }
@@ -114,11 +108,13 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
     if (m.type === P + "embed-token" && typeof m.token === "string") {
       // Not a token locked to another origin than its sender's or this page's.
       const locked = (claimsOf(m.token) || {}).origin;
-      if (!locked || locked === origin || locked === location.origin) take({ token: m.token, expiresIn: +m.expiresIn });
+      const ok = !locked || locked === origin || locked === location.origin;
+      if (ok) take({ token: m.token, expiresIn: +m.expiresIn });
     } else if (m.type === P + "embed-token-refused") take({ code: `${m.code}` });
   };
 
-  session.ready = () => (gone ? Promise.reject(gone) : token ? Promise.resolve(token) : next("token-request"));
+  session.ready = () =>
+    gone ? Promise.reject(gone) : token ? Promise.resolve(token) : next("token-request");
 
   // Once more with a fresh token after 401 token_expired.
   session.fetch = async (url, init = {}) => {
@@ -143,10 +139,10 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
     removeEventListener("message", onMessage);
   };
 
-  if (!getToken) addEventListener("message", onMessage);
-  if (!getToken && sizeOf) {
+  if (!getToken) {
+    addEventListener("message", onMessage);
     const size = () => post("resize", { height: sizeOf.getBoundingClientRect().height });
-    new ResizeObserver(size).observe(sizeOf);
+    if (sizeOf) new ResizeObserver(size).observe(sizeOf);
   }
   next("ready").catch(() => {});
   return session;
