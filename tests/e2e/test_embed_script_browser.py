@@ -6,7 +6,8 @@ nothing) and the frame takes tokens only from the parent origins it was given; t
 refreshed at two thirds of their life without a reload, a request refused as
 ``token_expired`` is repeated once with a fresh token, and a revocation, a disabled person
 or a wrong origin ends the session with the ``ended`` event. The same without a frame.
-The host's code the docs show (docs/browser.md) runs as written.
+The host's code the docs show (docs/browser.md) runs as written. The tests that wait
+(for a refresh, or for asks that must stay unanswered) are in the slow tier.
 Screenshots: artifacts/screenshots/embed-script-*.png.
 """
 
@@ -143,6 +144,7 @@ def test_the_documented_host_code_embeds_the_dashboard_from_another_origin(
     assert not watched["problems"]
 
 
+@pytest.mark.slow  # waits for asks that must not be answered
 def test_only_the_frames_origin_gets_a_token_and_a_third_origin_gets_nothing(
     page, customer, origins, probe
 ):
@@ -170,6 +172,7 @@ def test_only_the_frames_origin_gets_a_token_and_a_third_origin_gets_nothing(
     assert customer.asks == 2
 
 
+@pytest.mark.slow  # waits for asks that must not be answered
 def test_messages_from_an_origin_not_given_are_ignored(page, demo, origins, probe):
     """A third origin frames the dashboard (its frame-ancestors aside) and offers it a good
     token again and again: the dashboard, given another parent origin, takes none (and its
@@ -199,6 +202,7 @@ def test_messages_from_an_origin_not_given_are_ignored(page, demo, origins, prob
     assert frame.evaluate(waiting) == "none"
 
 
+@pytest.mark.slow  # lives through two refreshes
 @pytest.mark.parametrize("framed", [True, False], ids=["framed", "no-frame"])
 def test_tokens_are_refreshed_at_two_thirds_of_their_life_without_a_reload(
     page, demo, live_server, origins, probe, watched, framed
@@ -288,6 +292,7 @@ def test_the_refusal_code_is_read_from_the_challenge_and_from_the_body(page, cus
     assert event["code"] == "origin_not_allowed"
 
 
+@pytest.mark.slow  # waits for asks that must not be answered
 def test_a_revocation_ends_the_session(page, demo, live_server, customer, screenshot):
     workspace, api_key = demo
     page.goto(f"{customer.url}/")

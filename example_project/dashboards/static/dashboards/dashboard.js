@@ -83,10 +83,6 @@ async function load() {
     return;
   }
   if (session.ended !== undefined) return; // the "ended" event has shown it
-  if (response.status === 401) {
-    showEnded({ code: "authentication_failed", claims: null });
-    return;
-  }
   if (!response.ok || !body || body.success !== 1) {
     const message = body && body.error ? body.error.message : `The server answered ${response.status}.`;
     showError("error", "No data.", message);
