@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import expect
 
 from tests.docs_examples.pages import fenced_blocks
 from tests.support import ROOT
@@ -267,6 +268,12 @@ def test_a_request_refused_as_token_expired_is_repeated_once_with_a_fresh_token(
     assert len(data_requests(watched["requests"])) == 4
     assert [event["type"] for event in events(frame)] == ["token", "token"]
     assert frame.evaluate("() => session.ended") is None
+
+
+def test_the_frame_takes_the_height_the_dashboard_reports(page, customer):
+    page.goto(f"{customer.url}/")
+    ready(probe_frame(page))
+    expect(page.locator("#frame")).to_have_css("height", "137px")  # the probe's #probe
 
 
 def ended(target) -> list[dict]:
