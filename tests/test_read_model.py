@@ -67,6 +67,22 @@ def heard_by_now(token: str) -> None:
     raise AssertionError("the read model never answered from memory")
 
 
+def remembered_token(key: APIKey, group: UserGroup) -> str:
+    """A new token of ``group``, which the process now answers from memory."""
+    token = minted(client_for(key.key), group.provided_id)
+    heard_by_now(token)
+    return token
+
+
+def until_trusted() -> bool:
+    """Wait (at most 5 s) until the process trusts memory again."""
+    listener = read_model.process_listener()
+    deadline = time.monotonic() + 5
+    while not listener.trusted() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return listener.trusted()
+
+
 def is_refused(token: str) -> bool:
     return dashboard(token).status_code == 401
 
@@ -114,8 +130,7 @@ def test_off_postgresql_every_read_goes_to_the_database(site) -> None:
 @on_postgresql
 def test_a_verified_token_costs_no_query(site) -> None:
     key, group = site
-    token = minted(client_for(key.key), group.provided_id)
-    heard_by_now(token)
+    token = remembered_token(key, group)
     response = dashboard(token)
     assert response.status_code == 200
     assert response.json()["variables"] == {"region": "FR"}
@@ -193,8 +208,7 @@ def test_a_change_through_the_api_is_seen_at_its_answer(site) -> None:
 )
 def test_sql_typed_by_an_operator_is_in_force_within_the_bound(site, sql) -> None:
     key, group = site
-    token = minted(client_for(key.key), group.provided_id)
-    heard_by_now(token)
+    token = remembered_token(key, group)
     outside_sql(sql)
     time.sleep(OUTSIDE_WRITE_SECONDS)
     assert is_refused(token)
@@ -216,8 +230,7 @@ def test_a_mapping_changed_by_sql_is_seen(site) -> None:
 @on_postgresql
 def test_a_write_from_another_process_is_in_force(site) -> None:
     key, group = site
-    token = minted(client_for(key.key), group.provided_id)
-    heard_by_now(token)
+    token = remembered_token(key, group)
     code = f"from usergroups.services import embed;embed.revoke_embed_tokens({group.team_id})"
     # The test database, which pytest-django named, not the one DATABASE_URL names.
     database = connection.settings_dict
@@ -241,8 +254,7 @@ def test_a_write_from_another_process_is_in_force(site) -> None:
 @on_postgresql
 def test_a_lost_listening_connection_fails_closed_then_forgets(site) -> None:
     key, group = site
-    token = minted(client_for(key.key), group.provided_id)
-    heard_by_now(token)
+    token = remembered_token(key, group)
     backends = listener_backends()
     assert len(backends) == 1
     # Revoked by SQL that nobody hears, then the listening connection cut.
@@ -250,11 +262,7 @@ def test_a_lost_listening_connection_fails_closed_then_forgets(site) -> None:
     outside_sql("UPDATE usergroups_usergroup SET embed_generation = embed_generation + 1")
     assert is_refused(token)
     assert queries_of(lambda: dashboard(token)) == 1  # not trusted: the database answers
-    listener = read_model.process_listener()
-    deadline = time.monotonic() + 5
-    while not listener.trusted() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert listener.trusted(), "the listener never came back"
+    assert until_trusted(), "the listener never came back"
     assert listener_backends() not in ([], backends)
     assert is_refused(token)
 
@@ -262,8 +270,7 @@ def test_a_lost_listening_connection_fails_closed_then_forgets(site) -> None:
 @on_postgresql
 def test_a_stalled_listener_fails_closed(site) -> None:
     key, group = site
-    token = minted(client_for(key.key), group.provided_id)
-    heard_by_now(token)
+    token = remembered_token(key, group)
     (backend,) = listener_backends()
     os.kill(backend, signal.SIGSTOP)  # the server process of the listening connection
     try:
@@ -273,9 +280,7 @@ def test_a_stalled_listener_fails_closed(site) -> None:
         assert queries_of(lambda: dashboard(token)) == 1
     finally:
         os.kill(backend, signal.SIGCONT)
-    heard_deadline = time.monotonic() + 5
-    while not read_model.process_listener().trusted() and time.monotonic() < heard_deadline:
-        time.sleep(0.01)
+    assert until_trusted()
     assert is_refused(token)
 
 

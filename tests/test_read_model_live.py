@@ -75,36 +75,43 @@ def listening(database: str) -> int:
     return count
 
 
-def test_a_revocation_through_the_api_holds_on_every_worker_at_once(server):
-    gunicorn, key, database = server
-    served_after = 0
+def served_after_revocations(server, name: str, revoke) -> int:
+    """``ROUNDS`` times: a new token, used until every worker holds it, ``revoke(group)``,
+    then ``AFTER`` uses; how many of those were served."""
+    gunicorn, key, _database = server
+    served = 0
     for round_ in range(ROUNDS):
-        group = f"api-{round_}"
+        group = f"{name}-{round_}"
         token = mint(gunicorn.base_url, key, group)
         assert all(use(gunicorn.base_url, token) != 401 for _ in range(WARM))
-        status, body = call_api(
-            gunicorn.base_url, key, "POST", {"user_group_id": group}, path=f"{EMBED}/revoke"
-        )
-        assert status == 200, body
-        served_after += sum(use(gunicorn.base_url, token) != 401 for _ in range(AFTER))
+        revoke(group)
+        served += sum(use(gunicorn.base_url, token) != 401 for _ in range(AFTER))
+    return served
+
+
+def test_a_revocation_through_the_api_holds_on_every_worker_at_once(server):
+    gunicorn, key, database = server
+
+    def revoke(group: str) -> None:
+        body = {"user_group_id": group}
+        status, answer = call_api(gunicorn.base_url, key, "POST", body, path=f"{EMBED}/revoke")
+        assert status == 200, answer
+
+    assert served_after_revocations(server, "api", revoke) == 0
     assert listening(database) == WORKERS  # each worker heard, on a connection of its own
-    assert served_after == 0
 
 
 def test_sql_typed_by_an_operator_holds_on_every_worker_within_the_bound(server):
-    gunicorn, key, database = server
-    served_after = 0
-    for round_ in range(ROUNDS):
-        group = f"sql-{round_}"
-        token = mint(gunicorn.base_url, key, group)
-        assert all(use(gunicorn.base_url, token) != 401 for _ in range(WARM))
-        with psycopg.connect(direct_url(database).replace("postgres://", "postgresql://"),
-                             autocommit=True) as operator:
+    _gunicorn, _key, database = server
+    url = direct_url(database).replace("postgres://", "postgresql://")
+
+    def revoke(group: str) -> None:
+        with psycopg.connect(url, autocommit=True) as operator:
             operator.execute(
                 "UPDATE usergroups_usergroup SET embed_generation = embed_generation + 1"
                 " WHERE provided_id = %s",
                 (group,),
             )
         time.sleep(OUTSIDE_WRITE_SECONDS)
-        served_after += sum(use(gunicorn.base_url, token) != 401 for _ in range(AFTER))
-    assert served_after == 0
+
+    assert served_after_revocations(server, "sql", revoke) == 0

@@ -4,12 +4,17 @@ outlives the revoke it was minted before.
 
 Hosts are addressed one by one here (past HAProxy), to know which host says what."""
 
+import threading
 import time
 import uuid
 
+import psycopg
 import pytest
 
+from tests.support.cluster import DATABASE
 from tests.support.concurrency import run_together
+from tests.support.postgres import ADMIN_URL
+from usergroups.read_model.listening import APPLICATION_NAME
 
 pytestmark = pytest.mark.cluster
 
@@ -104,3 +109,69 @@ def test_a_mint_racing_a_revoke(cluster):
                 assert active == [True] * 3, "minted after the revoke, refused"
         after = mint(cluster, provided_id, host=2)
         assert active_on_each_host(cluster, after) == [True, True, True]
+
+
+def listening_backends() -> list[int]:
+    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
+            (APPLICATION_NAME, DATABASE),
+        ).fetchall()
+    return [pid for (pid,) in rows]
+
+
+def test_revocations_hold_while_the_listening_connections_are_killed(cluster, figures):
+    """The read model's fault (CONTRACT section 9): every host's workers listen directly
+    to PostgreSQL, past PgBouncer. Under a load of token uses, every listening connection
+    is terminated, then a token is revoked through one host: no host serves it, and the
+    listeners come back."""
+    hosts = range(len(cluster.names))
+    workers = len(cluster.names) * cluster.workers
+    deadline = time.monotonic() + 30
+    while len(listening_backends()) < workers and time.monotonic() < deadline:
+        for i in hosts:  # a worker listens from its first read of a key on
+            cluster.call_host(i, "GET", {"user_group_id": "listening"})
+    assert len(listening_backends()) == workers
+    stop = threading.Event()
+    served_after: list[int] = []
+    uses = 0
+
+    def load(token: str, revoked: threading.Event) -> None:
+        nonlocal uses
+        while not stop.is_set():
+            for i in hosts:
+                answered = revoked.is_set()
+                status = cluster.call_host(i, "GET", None, SALES, f"Embed {token}")[0]
+                uses += 1
+                if answered and status != 401:
+                    served_after.append(status)
+
+    rounds, killed = 5, 0
+    for _ in range(rounds):
+        provided_id = new_group(cluster)
+        token = mint(cluster, provided_id, host=0)
+        revoked = threading.Event()
+        stop.clear()
+        loader = threading.Thread(target=load, args=(token, revoked))
+        loader.start()
+        time.sleep(0.5)
+        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+            for pid in listening_backends():
+                killed += admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+        status, body = cluster.call_host(1, "POST", {"user_group_id": provided_id}, REVOKE)
+        assert status == 200, body
+        revoked.set()
+        time.sleep(1.0)
+        stop.set()
+        loader.join(30)
+    deadline = time.monotonic() + 30
+    while len(listening_backends()) < workers and time.monotonic() < deadline:
+        for i in hosts:
+            cluster.call_host(i, "GET", {"user_group_id": "listening"})
+        time.sleep(0.2)
+    figures.append(
+        f"read model: {killed} listening connections killed over {rounds} revocations under"
+        f" {uses} token uses; {len(served_after)} served after a revocation's answer"
+    )
+    assert served_after == []
+    assert len(listening_backends()) == workers

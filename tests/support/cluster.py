@@ -60,6 +60,7 @@ class Cluster:
         self.haproxy: HAProxy | None = None
         self.key = ""
         self.relay = f"{GATEWAY}:{free_port()}"
+        self.postgres_relay = f"{GATEWAY}:{free_port()}"
         self._stopped = False
 
     @property
@@ -109,6 +110,8 @@ class Cluster:
             self.database_url(),
             DJANGO_ALLOWED_HOSTS=f"{HOST},{self.network.address(index)}",
             DJANGO_CACHE_URL=f"redis://{self.relay}/{REDIS_DB}?key_prefix={self.key_prefix}",
+            # The read model listens past PgBouncer, directly (docs/deployment.md).
+            DATABASE_LISTEN_URL=f"postgres://postgres@{self.postgres_relay}/{DATABASE}",
             **overrides,
         )
 
@@ -125,7 +128,15 @@ class Cluster:
         servers = {
             name: f"{self.network.address(i)}:{HOST_PORT}" for i, name in enumerate(self.names)
         }
-        self.haproxy = HAProxy(self.workdir, free_port(), servers, self.relay, REDIS).start()
+        self.haproxy = HAProxy(
+            self.workdir,
+            free_port(),
+            servers,
+            self.relay,
+            REDIS,
+            self.postgres_relay,
+            f"{ADDRESS[0]}:{ADDRESS[1]}",
+        ).start()
         self.hosts = [self._gunicorn(index) for index in range(self.network.count)]
         self.start_hosts()
         self.settle_rotation()

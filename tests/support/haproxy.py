@@ -6,8 +6,9 @@ back). A connection a host refuses is retried on another one (``option redispatc
 request already sent is never retried, since a write may have happened. Every answer names
 the host that served it in ``X-Served-By``, so tests can show the load was spread.
 
-A TCP relay on the bridge's gateway address forwards to Redis on loopback: the hosts'
-namespaces cannot reach the root namespace's loopback themselves.
+TCP relays on the bridge's gateway address forward to Redis and to PostgreSQL (for the
+read model's direct listening connections) on loopback: the hosts' namespaces cannot
+reach the root namespace's loopback themselves.
 """
 
 import signal
@@ -54,6 +55,13 @@ listen redis_relay
     timeout client 1h
     timeout server 1h
     server redis {redis}
+
+listen postgres_relay
+    mode tcp
+    bind {postgres_relay}
+    timeout client 1h
+    timeout server 1h
+    server postgres {postgres}
 """
 
 
@@ -61,7 +69,14 @@ class HAProxy:
     """``haproxy -db`` with :data:`CONFIG` for ``servers`` (name -> ``address:port``)."""
 
     def __init__(
-        self, workdir: Path, port: int, servers: dict[str, str], relay: str, redis: str
+        self,
+        workdir: Path,
+        port: int,
+        servers: dict[str, str],
+        relay: str,
+        redis: str,
+        postgres_relay: str,
+        postgres: str,
     ) -> None:
         self.workdir, self.port, self.servers = workdir, port, servers
         self.socket = workdir / "haproxy.sock"
@@ -78,6 +93,8 @@ class HAProxy:
                 ),
                 relay=relay,
                 redis=redis,
+                postgres_relay=postgres_relay,
+                postgres=postgres,
             )
         )
         self.process: subprocess.Popen[bytes] | None = None
