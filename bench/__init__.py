@@ -17,7 +17,7 @@ with the p50 and p99 of both sides:
 * embed-token minting / a hand-written DRF view signing a simplejwt ``AccessToken``
   with the same claims, EdDSA as the app;
 * create, and a rotation chain on one connection, / the authtoken view, against 0.2's
-  own ratios (bench/scenarios.py ``V02``).
+  own ratios (bench/scenarios.py ``V03``).
 
 After the rounds, the webhooks: one ``manage.py db_worker`` delivers the events of mints
 to a receiver in the bench process; its throughput, and the lag from commit to arrival.
