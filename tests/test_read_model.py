@@ -343,3 +343,15 @@ def resource_usage() -> int:
     """Bytes of this process's resident set (Linux)."""
     pages = int(open("/proc/self/statm").read().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+@on_postgresql
+def test_a_mint_writes_its_event_and_reads_nothing_once_read(site) -> None:
+    key, group = site
+    client = client_for(key.key)
+    remembered_token(key, group)  # the process trusts memory from here on
+    body = {"user_group_id": group.provided_id}
+    assert send(client, "POST", body, path="/api/user/embed-token").status_code == 200
+    with CaptureQueriesContext(connection) as captured:
+        assert send(client, "POST", body, path="/api/user/embed-token").status_code == 200
+    assert [q["sql"].split()[0] for q in captured] == ["INSERT"], captured.captured_queries

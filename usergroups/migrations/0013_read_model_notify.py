@@ -1,6 +1,6 @@
 """The read model's triggers (CONTRACT section 9), on PostgreSQL only: every change to a
-table that a hot read depends on notifies channel ``usergroups`` with the id of the
-workspace it belongs to, in the writing transaction, whoever writes (the app, another
+table that a hot read depends on (a mint's webhooks included) notifies channel
+``usergroups`` with the id of the workspace it belongs to, in the writing transaction, whoever writes (the app, another
 host, SQL typed by an operator). PostgreSQL sends one notification per distinct payload
 of a transaction, so a bulk change costs one. An API key's ``last_used_at`` alone is not
 a change the reads depend on: its update notifies nothing."""
@@ -16,8 +16,10 @@ _BY_WORKSPACE = (
     ("UserGroup", "workspace_id"),
     ("EndUser", "workspace_id"),
     ("RevokedEmbedToken", "workspace_id"),
+    ("Webhook", "workspace_id"),
 )
-_NOT_NOTIFYING = {"APIKey": {"last_used_at"}}
+# Columns no read depends on, written often (a key's use, a receiver's failures).
+_NOT_NOTIFYING = {"APIKey": {"last_used_at"}, "Webhook": {"consecutive_failures"}}
 
 _FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION usergroups_notify_workspace() RETURNS trigger

@@ -46,9 +46,8 @@ def enabled() -> bool:
     if usergroups_settings.READ_MODEL is False:
         return False
     database = connections[listen_alias()]
-    pooled = (
-        usergroups_settings.LISTEN_DATABASE is None
-        and database.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    pooled = usergroups_settings.LISTEN_DATABASE is None and database.settings_dict.get(
+        "DISABLE_SERVER_SIDE_CURSORS"
     )
     return database.vendor == "postgresql" and not pooled
 

@@ -135,18 +135,22 @@ def _event(
 
 def _insert(events: list[AuditEvent]) -> None:
     """The one place events are written (what follows every event, e.g. a webhook's
-    outbox row, belongs here)."""
+    outbox row, belongs here). One event that no webhook receives is one INSERT, atomic
+    by itself (a mint's); else the events and their deliveries in one transaction."""
     using = router.db_for_write(AuditEvent)
-    with transaction.atomic(using=using, savepoint=False):
-        if len(events) == 1:
-            events[0].save(force_insert=True)
-        elif events:
+    deliveries = outbox.deliveries_of(
+        events, outbox.webhooks_of(event.workspace_id for event in events)
+    )
+    if len(events) == 1 and not deliveries:
+        events[0].save(force_insert=True)
+    else:
+        with transaction.atomic(using=using, savepoint=False):
             AuditEvent.objects.bulk_create(events)
-        outbox.add_deliveries(events)  # webhooks: the outbox rows, in the same transaction
-        if any(event.action != EMBED_TOKEN_MINTED for event in events):
-            # Every change records an event (a mint alone changes nothing a read
-            # remembers): its answer waits until this process has heard the change.
-            transaction.on_commit(read_model.catch_up, using=using)
+            outbox.add_deliveries(deliveries)  # the outbox rows, in the same transaction
+    if any(event.action != EMBED_TOKEN_MINTED for event in events):
+        # Every change records an event (a mint alone changes nothing a read remembers):
+        # its answer waits until this process has heard the change.
+        transaction.on_commit(read_model.catch_up, using=using)
 
 
 def actions_under(prefix: str) -> list[str]:

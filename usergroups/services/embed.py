@@ -36,6 +36,7 @@ from django.db.models.query import RawQuerySet
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
+from usergroups import read_model
 from usergroups.conf import usergroups_settings
 from usergroups.crypto import new_binding
 from usergroups.embed import tokens
@@ -139,8 +140,20 @@ def group_to_mint(
 ) -> tuple[MintedGroup, end_users.EndUserRecord | None] | None:
     """The workspace's group ``provided_id`` as a mint names it, and the workspace's end
     user ``end_user_id`` if one is named and there is one; None if there is no such
-    group. One read on unique indexes: the group's row, its workspace's and the person's.
+    group. One read on unique indexes: the group's row, its workspace's and the person's;
+    none on PostgreSQL when the process holds it (:mod:`usergroups.read_model`).
     """
+    return read_model.remember(
+        ("group to mint", workspace_id, provided_id, end_user_id),
+        lambda: _read_group_to_mint(workspace_id, provided_id, end_user_id),
+        lambda _found: workspace_id,
+        using=router.db_for_read(UserGroup),
+    )
+
+
+def _read_group_to_mint(
+    workspace_id: int, provided_id: str, end_user_id: str | None
+) -> tuple[MintedGroup, end_users.EndUserRecord | None] | None:
     using = router.db_for_read(UserGroup)
     connection = connections[using]
     params = [

@@ -14,6 +14,7 @@ from functools import partial
 
 from django.db import router, transaction
 
+from usergroups import read_model
 from usergroups.models import AuditEvent, Webhook, WebhookDelivery
 from usergroups.signals import webhook_deliveries_due
 
@@ -36,19 +37,38 @@ def announce_on_commit(delivery_ids: list[str]) -> None:
     transaction.on_commit(send, using=router.db_for_write(WebhookDelivery), robust=True)
 
 
-def add_deliveries(events: Sequence[AuditEvent]) -> list[str]:
-    """Write a delivery of each event for each enabled webhook of its workspace that
-    receives its action: one SELECT for all the events (of one workspace, as a cascade
-    writes them), one INSERT when any matches. The deliveries' ids."""
-    if not events:
-        return []
-    workspaces = {event.workspace_id for event in events}
-    webhooks = list(
-        Webhook.objects.filter(workspace_id__in=workspaces, disabled=False)
+def webhooks_of(workspace_ids: Iterable[int]) -> list[Webhook]:
+    """The enabled webhooks of ``workspace_ids``: one SELECT, none on PostgreSQL for a
+    workspace read before (:mod:`usergroups.read_model`; the triggers of migration 0013
+    cover webhooks too)."""
+    found: list[Webhook] = []
+    for workspace_id in sorted(set(workspace_ids)):
+        found += (
+            read_model.remember(
+                ("webhooks", workspace_id),
+                lambda workspace_id=workspace_id: _enabled_webhooks(workspace_id),
+                lambda _webhooks, workspace_id=workspace_id: workspace_id,
+                using=router.db_for_read(Webhook),
+            )
+            or []
+        )
+    return found
+
+
+def _enabled_webhooks(workspace_id: int) -> tuple[Webhook, ...]:
+    return tuple(
+        Webhook.objects.filter(workspace_id=workspace_id, disabled=False)
         .only("pk", "workspace_id", "events")
         .order_by("pk")
     )
-    deliveries = [
+
+
+def deliveries_of(
+    events: Sequence[AuditEvent], webhooks: Sequence[Webhook]
+) -> list[WebhookDelivery]:
+    """A delivery of each event for each of ``webhooks`` of its workspace that receives
+    its action (unsaved)."""
+    return [
         WebhookDelivery(
             delivery_id=new_delivery_id(),
             webhook_id=webhook.pk,
@@ -60,10 +80,14 @@ def add_deliveries(events: Sequence[AuditEvent]) -> list[str]:
         for webhook in webhooks
         if webhook.workspace_id == event.workspace_id and matches(webhook.events, event.action)
     ]
+
+
+def add_deliveries(deliveries: list[WebhookDelivery]) -> list[str]:
+    """Write ``deliveries`` (in the caller's transaction, with their events) in one
+    INSERT, and have them enqueued once it commits; their ids."""
     if not deliveries:
         return []
-    with transaction.atomic(using=router.db_for_write(WebhookDelivery), savepoint=False):
-        WebhookDelivery.objects.bulk_create(deliveries)
+    WebhookDelivery.objects.bulk_create(deliveries)
     ids = [delivery.delivery_id for delivery in deliveries]
     announce_on_commit(ids)
     return ids
