@@ -19,12 +19,14 @@ with the p50 and p99 of both sides:
 * create, and a rotation chain on one connection, / the authtoken view, against 0.2's
   own ratios (bench/scenarios.py ``V03``).
 
-After the rounds, the webhooks: one ``manage.py db_worker`` delivers the events of mints
+After the rounds, on PostgreSQL, the propagation of a revocation under load (how long a
+revoked token is still served: by SQL, from the commit; through the API, from the
+answer); then the webhooks: one ``manage.py db_worker`` delivers the events of mints
 to a receiver in the bench process; its throughput, and the lag from commit to arrival.
 
 Modules, one job each: run.py (the command), datasets.py and seed.py (the databases),
-driving.py (the server, wrk, the rounds), scenarios.py (what is measured), webhooks.py
-(the webhook step), profiling.py (``--profile``: py-spy on a worker), reporting.py (the
+driving.py (the server, wrk, the rounds), scenarios.py (what is measured), propagation.py
+and webhooks.py (the steps after the rounds), profiling.py (``--profile``: py-spy on a worker), reporting.py (the
 tables, bench/RESULTS.md).
 """
 

@@ -12,7 +12,8 @@ from typing import Any
 from bench import BENCH, OUT, log
 from bench.datasets import server_env
 from bench.profiling import profile
-from bench.scenarios import LABELS, WEBHOOKS, Results, Run, runs_for
+from bench.propagation import measure_propagation
+from bench.scenarios import LABELS, PROPAGATION, WEBHOOKS, Results, Run, runs_for
 from bench.webhooks import measure_webhooks
 from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END_USER
 from tests.support.gunicorn import Gunicorn
@@ -100,8 +101,10 @@ class Server:
                 f"{shape(CONSTANT_RESPONSE)}"
             )
 
-    def wrk(self, run: Run, args: argparse.Namespace, duration: float) -> dict[str, Any]:
-        """One wrk run of ``run``; its figures (latencies in µs, req/s, errors)."""
+    def wrk_command(
+        self, run: Run, args: argparse.Namespace, duration: float
+    ) -> tuple[list[str], dict[str, str]]:
+        """The wrk command of ``run`` and its environment."""
         env = {**os.environ, "BENCH_AUTH": self.authorization(run.secret)}
         if run.script == "get":
             env["BENCH_BODY"] = json.dumps(GET_BODY)
@@ -124,6 +127,11 @@ class Server:
             str(LUA / f"{run.script}.lua"),
             self.gunicorn.base_url + run.path,
         ]
+        return cmd, env
+
+    def wrk(self, run: Run, args: argparse.Namespace, duration: float) -> dict[str, Any]:
+        """One wrk run of ``run``; its figures (latencies in µs, req/s, errors)."""
+        cmd, env = self.wrk_command(run, args, duration)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60)
         for line in done.stdout.splitlines():
             if line.startswith("BENCH_JSON "):
@@ -172,5 +180,9 @@ def measure_backend(
                     f"{result['p50_us'] / 1000:6.2f} ms  p99 {result['p99_us'] / 1000:6.2f} ms"
                     + (f"  ERRORS {result['errors']}" if result["errors"] else "")
                 )
+        if backend == "postgres" and (not args.only or PROPAGATION in args.only):
+            verify = next(r for r in runs_for(frozenset({"verify"})) if r.impl == "usergroups")
+            load, load_env = server.wrk_command(verify, args, duration=600)
+            measure_propagation(server, verify.path, load, load_env, results)
         if not args.only or WEBHOOKS in args.only:
             measure_webhooks(server, args, results)

@@ -18,7 +18,7 @@ from bench import OUT, log
 from bench.datasets import pg_available, prepare
 from bench.driving import measure_backend
 from bench.reporting import summary, write_results
-from bench.scenarios import RUNS, WEBHOOKS, Results
+from bench.scenarios import PROPAGATION, RUNS, WEBHOOKS, Results
 
 SCENARIOS = frozenset({run.key for run in RUNS})
 
@@ -50,9 +50,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS}),
+        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS, PROPAGATION}),
         default=frozenset(),
-        help="scenarios (get, verify, mint, create, rotate, webhooks), e.g. get,verify: an "
+        help="scenarios (get, verify, mint, create, rotate, webhooks, propagation), e.g. "
+        "get,verify: an "
         "A/B check of those alone; writes nothing",
     )
     parser.add_argument(

@@ -62,8 +62,9 @@ LABELS = {
     "create": "create (a new group each request)",
     "rotate": "rotation chain, 1 connection",
 }
-# Not a wrk run: bench/webhooks.py, after the rounds.
+# Not wrk runs: bench/webhooks.py and bench/propagation.py (PostgreSQL), after the rounds.
 WEBHOOKS = "webhooks"
+PROPAGATION = "propagation"
 
 
 @dataclass(frozen=True)
