@@ -355,3 +355,46 @@ def test_a_mint_writes_its_event_and_reads_nothing_once_read(site) -> None:
     with CaptureQueriesContext(connection) as captured:
         assert send(client, "POST", body, path="/api/user/embed-token").status_code == 200
     assert [q["sql"].split()[0] for q in captured] == ["INSERT"], captured.captured_queries
+
+
+@on_postgresql
+@pytest.mark.slow
+def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
+    """A process that stops reading (SIGSTOP) while notifications keep coming: once the
+    server's queue holds more than the limit, a listening process's heartbeat ends the
+    stopped one's connection, and the queue empties."""
+    remembered_token(*site)
+    settings = connection.settings_dict
+    stopped = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import psycopg, sys, time;"
+            f"c = psycopg.connect(dbname={settings['NAME']!r}, user={settings['USER']!r},"
+            f" host={settings['HOST']!r}, port={settings['PORT'] or 5432},"
+            f" autocommit=True, application_name={listening.APPLICATION_NAME!r});"
+            f"c.execute('LISTEN {listening.CHANNEL}'); print(c.info.backend_pid, flush=True);"
+            "time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        backend = int(stopped.stdout.readline())
+        os.kill(stopped.pid, signal.SIGSTOP)
+        for _ in range(5):  # distinct payloads, so none is folded into another
+            outside_sql(
+                "SELECT pg_notify(%s, g::text) FROM generate_series(1, 200000) g",
+                listening.CHANNEL,
+            )
+        deadline = time.monotonic() + 30
+        while backend in listener_backends() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert backend not in listener_backends(), "the stopped listener was never ended"
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notification_queue_usage()")
+            assert cursor.fetchone()[0] < listening.QUEUE_USAGE_LIMIT
+    finally:
+        os.kill(stopped.pid, signal.SIGCONT)
+        stopped.kill()
+        stopped.wait(10)
