@@ -92,7 +92,7 @@ def remember(
         return load()
     found = memory.get(key)
     if found is not MISSING:
-        return found  # type: ignore[no-any-return]
+        return found
     mark = memory.mark()
     answer = load()
     if answer is not None:

@@ -328,7 +328,7 @@ def find_token_group(claims: Claims) -> TokenGroup | None:
         ("token", with_key, with_end_user),
         lambda: _token_sql(connection, with_key, with_end_user),
     )
-    levels = next(iter(_walks(UserGroup.objects.using(using).raw(sql, params)).values()), None)
+    levels = next(iter(_walks(UserGroup.objects.using(using).raw(sql, params)).values()), [])
     record = _record(levels) if levels else None
     if record is None:
         return None

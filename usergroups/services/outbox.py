@@ -41,18 +41,21 @@ def webhooks_of(workspace_ids: Iterable[int]) -> list[Webhook]:
     """The enabled webhooks of ``workspace_ids``: one SELECT, none on PostgreSQL for a
     workspace read before (:mod:`usergroups.read_model`; the triggers of migration 0013
     cover webhooks too)."""
-    found: list[Webhook] = []
-    for workspace_id in sorted(set(workspace_ids)):
-        found += (
-            read_model.remember(
-                ("webhooks", workspace_id),
-                lambda workspace_id=workspace_id: _enabled_webhooks(workspace_id),
-                lambda _webhooks, workspace_id=workspace_id: workspace_id,
-                using=router.db_for_read(Webhook),
-            )
-            or []
+    return [
+        webhook
+        for workspace_id in sorted(set(workspace_ids))
+        for webhook in read_model.remember(
+            ("webhooks", workspace_id),
+            partial(_enabled_webhooks, workspace_id),
+            partial(_workspace_of_webhooks, workspace_id),
+            using=router.db_for_read(Webhook),
         )
-    return found
+        or ()
+    ]
+
+
+def _workspace_of_webhooks(workspace_id: int, _webhooks: tuple[Webhook, ...]) -> int:
+    return workspace_id
 
 
 def _enabled_webhooks(workspace_id: int) -> tuple[Webhook, ...]:
