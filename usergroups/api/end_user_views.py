@@ -19,7 +19,7 @@ from usergroups.api.end_user_serializers import (
     PutEndUserSerializer,
 )
 from usergroups.api.querystring import query_params
-from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.api.views import WorkspaceAPIView, sent_no_body, workspace_id
 from usergroups.services import end_users
 
 NOT_FOUND = _("No end user of this workspace has this id.")
@@ -27,7 +27,7 @@ NOT_FOUND = _("No end user of this workspace has this id.")
 
 def read_input(request: Request) -> Any:
     """The body, or the query string for clients that cannot send a body with GET."""
-    if request.data:
+    if not sent_no_body(request):
         return request.data
     params = query_params(request)
     return {name: params[name] for name in params} if params else request.data
