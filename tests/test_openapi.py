@@ -9,6 +9,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
 from usergroups.api.audit_views import AuditEventListView
+from usergroups.api.embed_serializers import REVOCATION_AXES
 from usergroups.api.embed_views import (
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
@@ -16,7 +17,7 @@ from usergroups.api.embed_views import (
     JWKSView,
 )
 from usergroups.api.openapi import OPERATIONS
-from usergroups.api.views import UserGroupListView, UserGroupView
+from usergroups.api.views import UserGroupListView
 from usergroups.models import AuditEvent
 from usergroups.services import audit
 
@@ -273,9 +274,11 @@ def test_the_mint_answer_and_request_are_the_contracts(schema):
 def test_the_revoke_request_takes_exactly_one_axis(schema):
     post = schema["paths"]["/api/user/embed-token/revoke"]["post"]
     request = body(schema, post)
-    assert request["oneOf"] == [
-        {"required": [name]} for name in ("user_group_id", "end_user_id", "embed_token", "all")
+    assert request["allOf"] == [
+        {"oneOf": [{"required": [name]} for name in REVOCATION_AXES]},
+        {"dependentRequired": {"subtree": ["user_group_id"]}},
     ]
+    assert post["requestBody"]["required"] is True
     assert request["properties"]["all"]["const"] is True
     assert set(answer(schema, post)["properties"]) == {"success", "revoked", "user_group"}
 
@@ -340,7 +343,9 @@ def test_the_error_envelope_is_one_component_used_by_every_failure(schema):
 
 def test_delete_takes_exactly_one_of_id_and_token(schema):
     request = body(schema, operation(schema, "delete"))
-    assert request["oneOf"] == [{"required": ["user_group_id"]}, {"required": ["current_token"]}]
+    assert request["allOf"] == [
+        {"oneOf": [{"required": ["user_group_id"]}, {"required": ["current_token"]}]}
+    ]
 
 
 def test_the_validators_rules_are_stated(schema):

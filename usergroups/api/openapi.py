@@ -522,22 +522,21 @@ LINKS: dict[str, Schema] = {
 
 
 def cross_field_rules(shape: type[api.RequestSerializer]) -> Schema:
-    """What :meth:`RequestSerializer.validate` enforces, as JSON Schema."""
-    rules: Schema = {}
+    """What :meth:`RequestSerializer.validate` enforces, as JSON Schema. Under ``allOf``:
+    a client generator then still makes the body a class (a ``oneOf`` beside the
+    properties would make it ``Any``)."""
+    rules: list[Schema] = []
     if shape.exactly_one_of:
-        rules["oneOf"] = [{"required": [name]} for name in shape.exactly_one_of]
-    if not is_json_schema():
-        return rules
-    if shape.only_with:
-        rules["dependentRequired"] = {name: [other] for name, other in shape.only_with.items()}
-    conditions = [
-        {"if": {"properties": {name: {"const": True}}, "required": [name]},
-         "then": {"required": [other]}}
-        for name, other in shape.true_needs.items()
-    ]  # fmt: skip
-    if conditions:
-        rules["allOf"] = conditions
-    return rules
+        rules.append({"oneOf": [{"required": [name]} for name in shape.exactly_one_of]})
+    if is_json_schema():  # 3.0 has neither keyword
+        rules += [
+            {"if": {"properties": {name: {"const": True}}, "required": [name]},
+             "then": {"required": [other]}}
+            for name, other in shape.true_needs.items()
+        ]  # fmt: skip
+        if shape.only_with:
+            rules.append({"dependentRequired": {n: [o] for n, o in shape.only_with.items()}})
+    return {"allOf": rules} if rules else {}
 
 
 class UserGroupAutoSchema(AutoSchema):
@@ -551,7 +550,9 @@ class UserGroupAutoSchema(AutoSchema):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is None:
             return None
-        request = self.get_request_serializer() if hasattr(self.view, "usergroups_operations") else None
+        request = (
+            self.get_request_serializer() if hasattr(self.view, "usergroups_operations") else None
+        )
         if request is not None:
             component = self.resolve_serializer(request, "request")
             shape = request if isinstance(request, type) else type(request)
@@ -610,7 +611,9 @@ def _documented(view: type[APIView], operations: dict[str, Schema]) -> type[APIV
             # names the API key scopes (usergroups.scopes) the operation may need.
             extensions={"x-scopes": scopes},
         )(handler)
-    return type(f"Documented{view.__name__}", (view,), {**handlers, "usergroups_operations": operations})
+    return type(
+        f"Documented{view.__name__}", (view,), {**handlers, "usergroups_operations": operations}
+    )
 
 
 def _view_extension(view_path: str) -> type[OpenApiViewExtension]:
