@@ -117,7 +117,9 @@ for _option in ("key_prefix", "timeout", "version"):
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+# The app's schema class: drf-spectacular's, and the answers of the app's authentication
+# classes on the site's own views (docs/host-views.md).
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "usergroups.api.openapi.UserGroupAutoSchema"}
 SPECTACULAR_SETTINGS = {
     "TITLE": "User group service",
     "DESCRIPTION": "Get or create user groups and rotate their tokens (django-usergroups).",

@@ -449,6 +449,83 @@ def test_a_host_view_using_the_apps_authentication_is_documented_without_warning
     assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")
 
 
+def docs_host_views() -> list[type]:
+    """The views docs/host-views.md writes, each Python block run after the ones before it
+    (as a reader's views.py grows); ``urls.py`` blocks left out (they import ``mysite``)."""
+    from rest_framework.views import APIView
+
+    from tests.support import ROOT
+
+    page = (ROOT / "docs" / "host-views.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    namespace: dict = {"__name__": "docs_host_views"}
+    views = []
+    for block in blocks:
+        if block.startswith("# urls.py"):
+            continue
+        before = dict(namespace)
+        exec(block, namespace)  # the docs' own code, as written
+        views += [
+            value
+            for name, value in namespace.items()
+            if isinstance(value, type) and issubclass(value, APIView) and before.get(name) is not value
+            and value is not APIView
+        ]  # fmt: skip
+    return views
+
+
+def test_the_docs_host_views_are_described_without_errors_with_their_refusals(capsys):
+    """``manage.py spectacular`` over the host views the docs show: no "unable to guess
+    serializer", and the embed authentication's 401 and 403 in the app's Error shape."""
+    from django.urls import path
+
+    views = docs_host_views()
+    assert len(views) >= 4
+    capsys.readouterr()
+    document = SchemaGenerator(
+        patterns=[path(f"view{i}/", view.as_view()) for i, view in enumerate(views)]
+    ).get_schema(request=None, public=True)
+    validate_schema(document)
+    assert capsys.readouterr().err == ""
+    for item in document["paths"].values():
+        responses = item["get"]["responses"]
+        assert {"200", "401", "403"} <= set(responses)
+        assert responses["401"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/Error"
+        }
+        assert "token_expired" in responses["401"]["description"]
+        assert "origin_not_allowed" in responses["403"]["description"]
+    codes = document["components"]["schemas"]["ErrorCode"]["enum"]
+    assert {"token_expired", "origin_not_allowed"} <= set(codes)
+
+
+def test_the_error_codes_are_the_apps_exceptions_codes():
+    """The ErrorCode enum is every ``default_code`` the app's exceptions answer with."""
+    from rest_framework.exceptions import APIException
+
+    import usergroups.api.embed_views  # noqa: F401  (defines EndUserDisabled)
+    import usergroups.auth.embed  # noqa: F401
+    from usergroups.api.openapi import ERROR_CODES
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    ours = {
+        str(cls.default_code)
+        for cls in subclasses(APIException)
+        if cls.__module__.startswith("usergroups.") and "default_code" in vars(cls)
+    }
+    assert {"token_expired", "end_user_disabled", "conflict", "length_required"} <= ours
+    drf = {"parse_error", "invalid", "not_authenticated", "authentication_failed",
+           "permission_denied", "not_found", "method_not_allowed", "unsupported_media_type",
+           "throttled"}  # fmt: skip
+    assert ours - set(ERROR_CODES) == set()
+    assert drf <= set(ERROR_CODES)
+    assert len(ERROR_CODES) == len(set(ERROR_CODES))
+
+
 def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
     """drf-spectacular's default version is 3.0, which cannot state the rules on keys
     (``propertyNames``) nor constants (``const``): they stay in words and enums there."""

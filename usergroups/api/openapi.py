@@ -550,9 +550,20 @@ class UserGroupAutoSchema(AutoSchema):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is None:
             return None
-        request = (
-            self.get_request_serializer() if hasattr(self.view, "usergroups_operations") else None
-        )
+        if hasattr(self.view, "usergroups_operations"):  # the app's own, not a host's
+            self.complete(operation, method)
+        for authenticator in self.view.get_authenticators():
+            scheme = OpenApiAuthenticationExtension.get_match(authenticator)
+            for status, described in getattr(scheme, "refusals", {}).items():
+                operation["responses"].setdefault(str(status), self._error(status, described))
+        links = LINKS.get(operation["operationId"])
+        if links:
+            operation["responses"]["200"]["links"] = links
+        return operation
+
+    def complete(self, operation: Schema, method: str) -> None:
+        """The body of GET and DELETE, the rules across fields, empty query values."""
+        request = self.get_request_serializer()
         if request is not None:
             component = self.resolve_serializer(request, "request")
             shape = request if isinstance(request, type) else type(request)
@@ -563,22 +574,13 @@ class UserGroupAutoSchema(AutoSchema):
             if "requestBody" not in operation:
                 # drf-spectacular describes no body for GET or DELETE; these take one, in
                 # the shape it gives a PUT's. GET's query string may stand in for it.
-                fallback = method == "GET" and operation.get("parameters")
                 operation["requestBody"] = {
                     "content": {"application/json": {"schema": component.ref}},
-                    "required": not fallback,
+                    "required": not (method == "GET" and operation.get("parameters")),
                 }
         for parameter in operation.get("parameters", []):
             if parameter["in"] == "query" and not parameter.get("required"):
                 parameter["allowEmptyValue"] = True  # DRF reads an empty value as none
-        for authenticator in self.view.get_authenticators():
-            scheme = OpenApiAuthenticationExtension.get_match(authenticator)
-            for status, described in getattr(scheme, "refusals", {}).items():
-                operation["responses"].setdefault(str(status), self._error(status, described))
-        links = LINKS.get(operation["operationId"])
-        if links:
-            operation["responses"]["200"]["links"] = links
-        return operation
 
     def _error(self, status: int, description: str) -> Schema:
         error = self.resolve_serializer(ErrorSerializer, "response")
