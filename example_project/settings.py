@@ -152,8 +152,9 @@ USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
     # e.g. "600/minute", counted in the default cache; empty: no throttling.
     "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
-    # true in production: every mint must name the page's origin (check --deploy warns).
-    "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=False),
+    # Every mint must name the page's origin (check --deploy warns without): on in
+    # production unless said otherwise, off while debugging (the demo mints with one anyway).
+    "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=not DEBUG),
     # http and private or loopback webhook URLs (the demo's receiver on 127.0.0.1): on
     # while debugging unless said otherwise, never in production by default.
     "WEBHOOK_ALLOW_PRIVATE": env.bool("DJANGO_WEBHOOK_ALLOW_PRIVATE", default=DEBUG),
