@@ -117,3 +117,44 @@ def test_the_settings_probe_can_fail():
     """The probe sees a check that a setting's docs row would have to name."""
     assert ids_raised_for("EMBED_REQUIRE_ORIGIN") == {"usergroups.E009", "usergroups.W004"}
     assert "usergroups.E011" in ids_raised_for("WEBHOOK_ALLOW_PRIVATE")
+
+
+def test_the_audit_page_names_every_revocation_axis_and_detail():
+    """Each ``details`` the services record for ``embed_token.revoked`` is on audit.md's
+    row: its ``axis`` values and its keys (0.3's lacked all, embed_token, jti, subtree,
+    groups and exclusive)."""
+    source = "".join(path.read_text() for path in (ROOT / "usergroups" / "services").glob("*.py"))
+    recorded = [
+        details
+        for call, details in re.findall(r"(audit\.record\(.*?details=\{(.*?)\})", source, re.S)
+        if "EMBED_TOKEN_REVOKED" in call
+    ]
+    axes = {axis for details in recorded for axis in re.findall(r'"axis": "(\w+)"', details)}
+    keys = {key for details in recorded for key in re.findall(r'"(\w+)":', details)}
+    assert {"user_group", "end_user", "embed_token", "all"} <= axes
+    row = table_rows("audit.md")["embed_token.revoked"]
+    assert [axis for axis in sorted(axes) if f'`"{axis}"`' not in row] == []
+    assert [key for key in sorted(keys) if f"`{key}" not in row] == []
+
+
+@pytest.mark.parametrize(
+    ("operation", "test"),
+    [
+        ("create under a parent", "test_create_under_a_parent_costs"),
+        ("move", "test_a_move_costs"),
+        ("delete with `cascade`", "test_a_cascading_delete_costs"),
+        ("list (a page)", "test_a_list_page_costs"),
+    ],
+)
+def test_the_hierarchy_pages_query_bounds_are_the_tests(operation, test):
+    """hierarchy.md's "What it costs" says the bounds tests/test_hierarchy.py asserts
+    (0.3's said 9, 11 and 14 where the tests held 11, 13 and 17)."""
+    source = (ROOT / "tests" / "test_hierarchy.py").read_text()
+    body = source[source.index(f"def {test}") :]
+    (bound,) = re.findall(r"django_assert_max_num_queries\((\d+)\)", body.split("\ndef ")[0])
+    row = next(
+        line
+        for line in (DOCS / "hierarchy.md").read_text().splitlines()
+        if line.startswith(f"| {operation} |")
+    )
+    assert f"at most {bound}" in row, row
