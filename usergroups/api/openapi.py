@@ -113,7 +113,7 @@ def _limits(max_bytes: int) -> str:
     )
 
 
-def _webhook_url(field: serializers.Field) -> Schema:
+def _webhook_url(field: webhook.WebhookURLField) -> Schema:
     scheme = "[Ss]?" if usergroups_settings.WEBHOOK_ALLOW_PRIVATE else "[Ss]"
     return {**text(field.max_length), "pattern": f"^[Hh][Tt][Tt][Pp]{scheme}://[^\\s#@]+$"}
 
