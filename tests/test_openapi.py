@@ -594,3 +594,30 @@ def test_the_webhook_operations_show_the_secret_only_when_made(schema):
     delete = schema["paths"]["/api/user/webhook"]["delete"]
     assert body(schema, delete)["required"] == ["webhook_id"]
     assert "404" in delete["responses"]
+
+
+@pytest.mark.parametrize("path", ["/api/user", "/api/user/end-user"])
+def test_a_get_takes_a_body_or_the_query_string(schema, path):
+    """The body is optional where the query string stands in for it (schemathesis' ST201:
+    a body marked required, yet the query-string form worked)."""
+    get = schema["paths"][path]["get"]
+    assert get["requestBody"]["required"] is False
+    assert "query string" in get["description"] and get["parameters"]
+    assert schema["paths"][path].get("delete", get)["requestBody"]["required"] is True
+
+
+def test_the_rules_no_schema_can_state_are_said_in_words(schema):
+    components = schema["components"]["schemas"]
+    for name in ("GetOrCreateRequest", "UpdateRequest"):
+        parent = components[name]["properties"]["parent_user_group_id"]
+        assert "400" in parent["description"] and "not 404" in parent["description"]
+    url = components["CreateWebhook"]["properties"]["url"]
+    assert "resolve" in url["description"]
+
+
+def test_the_mint_states_that_exclusive_needs_an_end_user(schema):
+    mint = schema["components"]["schemas"]["MintRequest"]
+    assert {
+        "if": {"properties": {"exclusive": {"const": True}}, "required": ["exclusive"]},
+        "then": {"required": ["end_user"]},
+    } in mint["allOf"]
