@@ -444,6 +444,9 @@ def test_a_host_view_using_the_apps_authentication_is_documented_without_warning
         {"GroupTokenAuth": []},
         {"TokenAuth": []},
     ]
+    # Each authentication class says what it refuses, in the one 401.
+    refused = document["paths"]["/sales/"]["get"]["responses"]["401"]["description"]
+    assert "token_expired" in refused and "not a current group token" in refused
     schemes = document["components"]["securitySchemes"]
     assert schemes["GroupTokenAuth"]["description"].startswith("`GroupToken <group token>`")
     assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")

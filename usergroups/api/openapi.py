@@ -552,10 +552,13 @@ class UserGroupAutoSchema(AutoSchema):
             return None
         if hasattr(self.view, "usergroups_operations"):  # the app's own, not a host's
             self.complete(operation, method)
+        refusals: dict[str, list[str]] = {}
         for authenticator in self.view.get_authenticators():
             scheme = OpenApiAuthenticationExtension.get_match(authenticator)
             for status, described in getattr(scheme, "refusals", {}).items():
-                operation["responses"].setdefault(str(status), self._error(status, described))
+                refusals.setdefault(str(status), []).append(described)
+        for status, described_all in refusals.items():
+            operation["responses"].setdefault(status, self._error(" Or ".join(described_all)))
         links = LINKS.get(operation["operationId"])
         if links:
             operation["responses"]["200"]["links"] = links
@@ -582,7 +585,7 @@ class UserGroupAutoSchema(AutoSchema):
             if parameter["in"] == "query" and not parameter.get("required"):
                 parameter["allowEmptyValue"] = True  # DRF reads an empty value as none
 
-    def _error(self, status: int, description: str) -> Schema:
+    def _error(self, description: str) -> Schema:
         error = self.resolve_serializer(ErrorSerializer, "response")
         return {"content": {"application/json": {"schema": error.ref}}, "description": description}
 
