@@ -105,6 +105,10 @@ if _db["ENGINE"] == "django.db.backends.postgresql" and env.bool("DATABASE_POOL"
 # in transaction mode add ?disable_server_side_cursors=True (docs/deployment.md).
 _db.setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
 _db.setdefault("CONN_HEALTH_CHECKS", True)
+# Behind PgBouncer in transaction mode: a direct connection to PostgreSQL for the read
+# model's LISTEN (USERGROUPS["LISTEN_DATABASE"] below), e.g. postgres://app@db:5432/app.
+if _listen_url := env.str("DATABASE_LISTEN_URL", default=""):
+    DATABASES["listen"] = env.db_url_config(_listen_url)
 
 # DJANGO_CACHE_URL (django-environ), e.g. redis://127.0.0.1:6379/0?key_prefix=api: the cache
 # shared by the hosts, which throttling needs. Per process by default.
@@ -158,6 +162,9 @@ USERGROUPS = {
     # http and private or loopback webhook URLs (the demo's receiver on 127.0.0.1): on
     # while debugging unless said otherwise, never in production by default.
     "WEBHOOK_ALLOW_PRIVATE": env.bool("DJANGO_WEBHOOK_ALLOW_PRIVATE", default=DEBUG),
+    # The read model (docs/deployment.md): "auto" on PostgreSQL; false turns it off.
+    "READ_MODEL": "auto" if env.bool("USERGROUPS_READ_MODEL", default=True) else False,
+    "LISTEN_DATABASE": "listen" if "listen" in DATABASES else None,
 }
 # Seconds, for tests that want deliveries and retries fast (numbers, not only integers).
 for _name in ("TIMEOUT", "RETRY_BASE", "RETRY_MAX", "LEASE"):

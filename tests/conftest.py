@@ -12,6 +12,7 @@ from tests.support.api import client_for
 from tests.support.factories import APIKeyFactory, UserGroupFactory, WorkspaceFactory
 from tests.support.leaks import audit_event_leaks
 from tests.support.log_guard import SecretLogGuard
+from usergroups import read_model
 from usergroups.models import APIKey, UserGroup, Workspace
 
 
@@ -113,3 +114,11 @@ def no_secret_in_any_log_record() -> Iterator[SecretLogGuard]:
             logger.removeHandler(guard)
         app_logger.setLevel(app_level)
     guard.check()
+
+
+@pytest.fixture(autouse=True)
+def _read_model_stopped() -> Iterator[None]:
+    """Each test begins with a process that has heard nothing and holds nothing, and
+    leaves no listening connection behind (the test database is dropped at the end)."""
+    yield
+    read_model.stop()

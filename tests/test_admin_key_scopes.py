@@ -11,12 +11,12 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from tests.support.admin import admin_url, create_key, staff_client
+from tests.support.admin import admin_url, create_key, shown_once, staff_client
 from tests.support.api import assert_error, client_for, get_or_create
 from tests.support.factories import APIKeyFactory
-from usergroups import services
+from usergroups import crypto, services
 from usergroups.admin.forms import APIKeyChangeForm
-from usergroups.models import APIKey
+from usergroups.models import APIKey, AuditEvent
 from usergroups.scopes import SCOPES
 
 pytestmark = pytest.mark.django_db
@@ -209,7 +209,7 @@ def test_the_action_shows_each_new_key_once_and_keeps_the_old_for_the_grace(
     admin_client, workspace, move_clock
 ):
     old = scoped_key(workspace, "read", "write")
-    response = rotate(admin_client, old, post="yes", grace_hours="2")
+    response = rotate(admin_client, old, post="yes", grace_hours="2", follow=True)
     assert response.status_code == 200
     html = response.content.decode()
     (new_key,) = KEY_SHAPE.findall(html)
@@ -219,7 +219,7 @@ def test_the_action_shows_each_new_key_once_and_keeps_the_old_for_the_grace(
     new = APIKey.objects.exclude(pk=old.pk).get()
     assert (new.workspace, new.name, new.scopes) == (old.workspace, old.name, {"read", "write"})
     assert new_key.startswith(new.prefix)
-    # Not kept anywhere: no message, cookie, session or history entry holds it.
+    # Not kept anywhere once shown: no message, cookie, session or history entry holds it.
     assert list(get_messages(response.wsgi_request)) == []
     assert new_key not in str(dict(admin_client.session))
     assert all(new_key not in entry.change_message for entry in LogEntry.objects.all())
@@ -233,9 +233,27 @@ def test_the_action_shows_each_new_key_once_and_keeps_the_old_for_the_grace(
     assert api_status(new_key) == 200
 
 
+def test_the_rotation_redirects_to_a_page_that_shows_the_new_keys_once(admin_client, workspace):
+    """Issue 27, item 6: the new keys' page was the answer to the action's POST, so a
+    reload rotated again. Now the POST redirects, and the page shows them once."""
+    first, second = APIKeyFactory.create_batch(2, workspace=workspace)
+    posted = rotate(admin_client, first, second, post="yes", grace_hours="1")
+    assert posted["Location"] == admin_url("apikey", "rotated")
+    new_keys = shown_once(admin_client, posted, KEY_SHAPE)
+    new = APIKey.objects.exclude(pk__in=[first.pk, second.pk])
+    assert sorted(crypto.digest(key) for key in new_keys) == sorted(k.digest for k in new)
+    assert new.count() == 2
+    assert AuditEvent.objects.filter(action="api_key.rotated").count() == 2
+
+
+def test_the_rotated_keys_page_needs_the_rotate_permissions(workspace, api_key):
+    viewer = staff_client("view_apikey", "change_apikey")
+    assert viewer.get(admin_url("apikey", "rotated")).status_code == 403
+
+
 def test_a_grace_of_zero_revokes_the_old_keys_at_once(admin_client, workspace):
     first, second = APIKeyFactory.create_batch(2, workspace=workspace)
-    response = rotate(admin_client, first, second, post="yes", grace_hours="0")
+    response = rotate(admin_client, first, second, post="yes", grace_hours="0", follow=True)
     new_keys = KEY_SHAPE.findall(response.content.decode())
     assert len(set(new_keys)) == 2
     assert "revoked: requests with them are refused" in response.content.decode()
@@ -277,6 +295,6 @@ def test_the_action_needs_add_and_change(workspace, api_key, codenames):
 
 def test_staff_with_add_and_change_may_rotate(workspace, api_key):
     client = staff_client("view_apikey", "add_apikey", "change_apikey")
-    response = rotate(client, api_key, post="yes", grace_hours="0")
+    response = rotate(client, api_key, post="yes", grace_hours="0", follow=True)
     assert len(KEY_SHAPE.findall(response.content.decode())) == 1
     assert api_status(api_key.key) == 401

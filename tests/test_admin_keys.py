@@ -10,11 +10,11 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.support.admin import admin_url, create_key, staff_client
+from tests.support.admin import admin_url, create_key, shown_once, staff_client
 from tests.support.api import API_URL
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from usergroups import crypto
-from usergroups.models import APIKey
+from usergroups.models import APIKey, AuditEvent
 from usergroups.scopes import SCOPES
 from usergroups.services import keys
 
@@ -41,9 +41,34 @@ def test_add_page_asks_only_for_workspace_name_and_expiry(admin_client, workspac
     assert "shown to you once" in html
 
 
+def test_the_add_redirects_to_a_page_that_shows_the_key_once(admin_client, workspace):
+    """Issue 27, item 6: the key's page was the answer to the add form's POST, so a
+    reload sent the form again and made a second key. Now the POST redirects, and the
+    page shows the key on its first GET only."""
+    posted = create_key(admin_client, workspace, follow=False, name="Production backend")
+    row = APIKey.objects.get()
+    assert posted["Location"] == admin_url("apikey", "new_secret", row.pk)
+    (key,) = shown_once(admin_client, posted, KEY_SHAPE)
+    assert crypto.digest(key) == row.digest and api_status(key) == 200
+    assert APIKey.objects.count() == 1
+    assert AuditEvent.objects.filter(action="api_key.created").count() == 1
+
+
+def test_the_key_page_without_a_key_kept_shows_none(admin_client, api_key):
+    """Another session, or a session value changed by hand, opens nothing: the page
+    sends to the key's own page."""
+    session = admin_client.session
+    session[f"usergroups.secret_page:apikey:{api_key.pk}"] = "not-sealed-by-the-server"
+    session.save()
+    response = admin_client.get(admin_url("apikey", "new_secret", api_key.pk))
+    assert response.status_code == 302
+    assert response["Location"] == admin_url("apikey", "change", api_key.pk)
+    assert "usergroups.secret_page:apikey:" not in str(dict(admin_client.session))
+
+
 def test_new_key_is_shown_once_on_a_page_of_its_own(admin_client, workspace):
     response = create_key(admin_client, workspace, name="Production backend")
-    assert response.status_code == 200  # the page itself, no redirect that would need storage
+    assert response.status_code == 200 and len(response.redirect_chain) == 1
     html = response.content.decode()
     keys = KEY_SHAPE.findall(html)
     assert len(keys) == 1

@@ -214,6 +214,7 @@ def test_no_page_shows_a_secret_to_staff_without_view_token(world):
             "grace_hours": "1",
             ACTION_CHECKBOX_NAME: [used_key.pk],
         },
+        follow=True,
     )
     rotated_keys = frozenset(KEY_SHAPE.findall(response.content.decode()))
     assert len(rotated_keys) == 1 and used_key.key not in rotated_keys

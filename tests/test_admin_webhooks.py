@@ -5,25 +5,29 @@ import re
 
 from django.test import override_settings
 
-from tests.support.admin import admin_url
+from tests.support.admin import admin_url, shown_once
 from tests.support.leaks import secrets_in
 from usergroups.models import AuditEvent, Webhook, WebhookDelivery
 from usergroups.services import audit, webhooks
 
 PUBLIC_URL = "https://203.0.114.10/hook"
+SECRET_SHAPE = re.compile(r"whsec_[A-Za-z0-9+/]{43}=")
 
 
-def add(admin_client, workspace, **fields):
+def add(admin_client, workspace, follow=True, **fields):
+    """POST the add form, and follow its redirect to the secret's page unless ``follow`` is
+    False."""
     data = {"workspace": workspace.pk, "url": PUBLIC_URL, "events_text": "user_group, api_key"}
     data.update(fields)
-    return admin_client.post(admin_url("webhook", "add"), {**data, "description": "d"})
+    url = admin_url("webhook", "add")
+    return admin_client.post(url, {**data, "description": "d"}, follow=follow)
 
 
 def test_adding_shows_the_secret_once_and_records_the_staff_user(admin_client, workspace):
     response = add(admin_client, workspace)
     assert response.status_code == 200
     page = response.content.decode()
-    (secret,) = set(re.findall(r"whsec_[A-Za-z0-9+/]{43}=", page))
+    (secret,) = set(SECRET_SHAPE.findall(page))
     webhook = Webhook.objects.get()
     assert webhook.secret() == secret and webhook.events == ["user_group", "api_key"]
     event = AuditEvent.objects.get(action="webhook.created")
@@ -31,6 +35,17 @@ def test_adding_shows_the_secret_once_and_records_the_staff_user(admin_client, w
     for view, args in (("changelist", ()), ("change", (webhook.pk,))):
         shown = admin_client.get(admin_url("webhook", view, *args)).content.decode()
         assert secrets_in(shown) == [] and webhook.webhook_id in shown
+
+
+def test_the_add_redirects_to_a_page_that_shows_the_secret_once(admin_client, workspace):
+    """Issue 27, item 6: a reload of the secret's page made a second webhook."""
+    posted = add(admin_client, workspace, follow=False)
+    webhook = Webhook.objects.get()
+    assert posted["Location"] == admin_url("webhook", "new_secret", webhook.pk)
+    (secret,) = shown_once(admin_client, posted, SECRET_SHAPE)
+    assert webhook.secret() == secret
+    assert Webhook.objects.count() == 1
+    assert AuditEvent.objects.filter(action="webhook.created").count() == 1
 
 
 def test_adding_is_held_to_the_apis_rules(admin_client, workspace):

@@ -251,7 +251,7 @@ def test_admin_api_key_events(admin_client, workspace):
     }  # fmt: skip
     rotation = {"action": "rotate_keys", ACTION_CHECKBOX_NAME: [row.pk], "post": "yes"}
     rotation["grace_hours"] = "0"
-    assert admin_client.post(admin_url("apikey", "changelist"), rotation).status_code == 200
+    assert admin_client.post(admin_url("apikey", "changelist"), rotation).status_code == 302
     rotated = staff_event(audit.API_KEY_ROTATED)
     assert rotated.details["prefix"] == row.prefix
     new = APIKey.objects.exclude(pk=row.pk).get()

@@ -168,6 +168,16 @@ PROBLEMS = {
     "bad embed signing key": {"USERGROUPS": {"EMBED_SIGNING_KEY": "not a key"}},
     "bad embed setting": {"USERGROUPS": {"EMBED_TOKEN_AUDIENCE": ""}},
     "bad webhook setting": {"USERGROUPS": {"WEBHOOK_TIMEOUT_SECONDS": 0}},
+    "bad read model setting": {"USERGROUPS": {"READ_MODEL": "yes"}},
+    "read model that cannot listen": {
+        "DATABASES": {
+            "default": {
+                "ENGINE": "django.db.backends.postgresql",
+                "NAME": "pooled",
+                "DISABLE_SERVER_SIDE_CURSORS": True,
+            }
+        }
+    },
 }
 
 

@@ -1,6 +1,7 @@
 """Bodies sent with ``Transfer-Encoding: chunked`` (CONTRACT.md section 3, "Hardening
-rules"): read when the server de-chunks them, refused with 411 ``length_required`` when it
-cannot, and never taken for an empty body. Over ``MAX_BODY_BYTES`` is 413 either way.
+rules", and 8a): read when the server de-chunks them, refused with 411 ``length_required``
+when it cannot, and never taken for an empty body. Over ``MAX_BODY_BYTES`` is 413 either
+way; malformed chunk framing is 400 ``invalid``, in JSON, on every endpoint.
 
 The requests are written by hand on a raw socket, chunk framing included: an HTTP library
 would choose the framing itself. gunicorn de-chunks (and says so with
@@ -29,7 +30,7 @@ from tests.support.db_state import database_unchanged
 from tests.support.deployment import migrated_site
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from tests.support.gunicorn import Gunicorn
-from usergroups.api.chunked import with_chunked_body
+from usergroups.api.views import UserGroupView
 from usergroups.models import UserGroup
 
 MiB = 1024 * 1024
@@ -44,10 +45,13 @@ def chunked_request(
     key: str,
     chunk_size: int = 7,
     content_type: str = "application/json",
+    framing: bytes | None = None,
 ) -> tuple[int, dict, dict]:
     """Send ``body`` in chunks of ``chunk_size`` bytes, no Content-Length; the answer's
     status, headers and JSON. The body goes from a thread while the answer is read, so a
-    server that answers before reading it all (413) is heard."""
+    server that answers before reading it all (413) is heard. ``framing`` is sent instead
+    of the chunks of ``body``, as given, and then the sending side is closed: what comes
+    after it is the end of the body."""
     sock = socket.create_connection((HOST, port), timeout=TIMEOUT)
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\n"
@@ -58,6 +62,10 @@ def chunked_request(
     def send_body() -> None:
         try:
             sock.sendall(head.encode("ascii"))
+            if framing is not None:
+                sock.sendall(framing)
+                sock.shutdown(socket.SHUT_WR)
+                return
             for start in range(0, len(body), chunk_size):
                 piece = body[start : start + chunk_size]
                 sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
@@ -189,6 +197,52 @@ def test_chunked_body_that_is_not_json_is_415(gunicorn):
     assert answer["error"]["code"] == "unsupported_media_type"
 
 
+# Malformed framing: what gunicorn refuses while the body is read (issue 27, item 3).
+MALFORMED_FRAMINGS = {
+    "size not hex": b"zz\r\n{}\r\n0\r\n\r\n",
+    "negative size": b"-1\r\n{}\r\n0\r\n\r\n",
+    "20-digit size": b"ffffffffffffffffffff\r\n{}\r\n0\r\n\r\n",
+    "no CRLF after the data": b"2\r\n{}XX0\r\n\r\n",
+    "chunk cut short": b"10\r\n{}",
+}
+# Every endpoint under /api/user, by a method it answers.
+ENDPOINTS = [
+    ("GET", API_URL),
+    ("POST", API_URL),
+    ("PUT", API_URL),
+    ("DELETE", API_URL),
+    ("GET", f"{API_URL}/list"),
+    ("POST", f"{API_URL}/embed-token"),
+    ("POST", f"{API_URL}/embed-token/introspect"),
+    ("POST", f"{API_URL}/embed-token/revoke"),
+    ("GET", f"{API_URL}/embed-token/jwks"),
+    ("GET", f"{API_URL}/end-user"),
+    ("PUT", f"{API_URL}/end-user"),
+    ("DELETE", f"{API_URL}/end-user"),
+    ("GET", f"{API_URL}/end-user/list"),
+    ("GET", f"{API_URL}/audit"),
+    ("POST", f"{API_URL}/webhook"),
+    ("DELETE", f"{API_URL}/webhook"),
+    ("GET", f"{API_URL}/webhook/list"),
+]
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("framing", list(MALFORMED_FRAMINGS))
+@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
+def test_malformed_chunked_framing_is_400(gunicorn, framing, method, path):
+    status, headers, answer = chunked_request(
+        gunicorn.port, method, path, b"", gunicorn.key, framing=MALFORMED_FRAMINGS[framing]
+    )
+
+    assert status == 400, answer
+    assert headers["content-type"] == "application/json"
+    assert answer == {
+        "success": 0,
+        "error": {"code": "invalid", "message": "The chunked body is malformed."},
+    }
+
+
 # --- The same in process: a WSGI input marked terminated, as gunicorn gives it ----------
 
 
@@ -228,13 +282,31 @@ def test_a_terminated_chunked_body_over_the_limit_is_413(api_client):
     assert_error(response, 413, "request_too_large")
 
 
-def test_the_sized_request_keeps_what_middleware_set():
-    request = RequestFactory().generic("POST", API_URL, **terminated(b'{"a": 1}'))
-    request.user, request.session = object(), object()
-    sized = with_chunked_body(request)
-    assert (sized.user, sized.session) == (request.user, request.session)
-    assert (sized.body, sized.META["CONTENT_LENGTH"], sized.path) == (b'{"a": 1}', "8", API_URL)
-    assert "HTTP_TRANSFER_ENCODING" not in sized.META
+def test_the_view_reads_the_chunked_body_of_the_request_django_made():
+    """Not a copy: what middleware set on the request stays on it."""
+    environ = terminated(b'{"a": 1}', CONTENT_TYPE="application/json")
+    request = RequestFactory().generic("POST", API_URL, **environ)
+    request.session = session = object()
+    api_request = UserGroupView().initialize_request(request)
+    assert api_request.session is session
+    assert api_request.data == {"a": 1}
+    assert (request.META["CONTENT_LENGTH"], request.META["HTTP_TRANSFER_ENCODING"]) == (
+        "",
+        "chunked",
+    )
+
+
+class BrokenFraming(io.RawIOBase):
+    """A server's input whose reading fails, as a server's de-chunking does on bad framing."""
+
+    def readinto(self, buffer):
+        raise ValueError("invalid chunk size")
+
+
+def test_a_body_the_server_cannot_de_chunk_is_400(api_client):
+    with database_unchanged():
+        response = send(api_client, "GET", **terminated(b"", **{"wsgi.input": BrokenFraming()}))
+    assert_error(response, 400, "invalid")
 
 
 # --- A server that cannot de-chunk: 411 ---------------------------------------------------

@@ -535,6 +535,25 @@ def test_a_person_the_host_disabled_gets_no_token_and_loses_theirs(client, demo)
     assert not EMBED_TOKEN.search(response.content.decode())
 
 
+def test_signing_in_writes_the_person_and_the_mints_may_not_change_them(client, demo):
+    """The backend mints as a key without write (contract 8a): it writes the person's
+    attributes from its directory at sign-in; a mint meeting other ones mints nothing."""
+    sign_in(client, "acme-eu", "anna.schmidt")
+    anna = services.end_users.find_end_user(demo.pk, "anna.schmidt")
+    assert (anna.display_name, anna.attributes) == ("Anna Schmidt", {"territory": ["DE"]})
+    token = minted_token(client, "acme-eu", "anna.schmidt")
+    # The host's operator changes them (the admin, or the API with a key that has write).
+    services.end_users.update_end_user(demo.pk, "anna.schmidt", {"attributes": {"t": 1}})
+    response = mint(client, "acme-eu", "anna.schmidt")
+    assert response.status_code == 403 and response.json()["error"] == "attributes_changed"
+    assert not EMBED_TOKEN.search(response.content.decode())
+    assert services.end_users.find_end_user(demo.pk, "anna.schmidt").attributes == {"t": 1}
+    # Signing in again writes the directory's back: the earlier token shows DE again.
+    sign_in(client, "acme-eu", "anna.schmidt")
+    assert expected_regions(fetch(client, token).json()["rows"]) == {"DE"}
+    assert fetch(client, minted_token(client, "acme-eu", "anna.schmidt")).status_code == 200
+
+
 def test_sign_out_everywhere_without_script_shows_the_signed_out_page(client, demo):
     signed_in_token(client, "acme-eu", "anna.schmidt")
     response = sign_out(client, "acme-eu", "anna.schmidt")

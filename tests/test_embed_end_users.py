@@ -1,28 +1,32 @@
-"""Embed tokens for a person (CONTRACT sections 6a and 7): minting with ``end_user``,
+"""Embed tokens for a person (CONTRACT sections 6a, 7 and 8a): minting with ``end_user``,
 exclusive sessions, variables and their provenance, what a token is bound to, and the
 one query of verification, through the API."""
 
 import io
 import json
 from datetime import UTC, datetime
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from example_project.dashboards.sources import ensure_sample_data
 from tests.support.api import assert_error, client_for, send
 from tests.support.concurrency import run_together
 from tests.support.embed import clock_moved, dashboard, introspect, mint, minted
-from tests.support.factories import APIKeyFactory, UserGroupFactory
+from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import READS, WRITES, statements
 from usergroups import services
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
-from usergroups.models import AuditEvent, EndUser, UserGroup
+from usergroups.models import APIKey, AuditEvent, EndUser, UserGroup
 from usergroups.records import Ancestor, GroupRecord
 
 END_USER_URL = "/api/user/end-user"
@@ -275,10 +279,20 @@ def _record(levels):
     """A record whose lineage is ``levels``: ``[(provided_id, properties)]``, root first."""
     ancestors = [Ancestor(n, pid, props, {}) for n, (pid, props) in enumerate(levels[:-1], 1)]
     provided_id, properties = levels[-1]
-    values = [len(levels), 1, provided_id, "g", properties, "d", "s"]
     now = datetime.now(UTC)
-    values += [now, now, None, len(levels) - 1 if ancestors else None, 0]
-    return GroupRecord.from_values(values, [], ancestors)
+    group = UserGroup(
+        team_id=len(levels),
+        workspace_id=1,
+        provided_id=provided_id,
+        name="g",
+        properties=properties,
+        token_digest="d",
+        token_sealed="s",
+        created_at=now,
+        updated_at=now,
+        parent_id=len(levels) - 1 if ancestors else None,
+    )
+    return GroupRecord.from_model(group, [], ancestors)
 
 
 keys = st.sampled_from(["a", "b", "c", "d", "region", "tier"])
@@ -324,7 +338,7 @@ def test_the_merge_gives_each_key_the_last_layer_that_sets_it(properties, attrib
     assert set(grant.variables) == {key for _s, layer in stack for key in layer}
 
 
-# --- 6a: params and attributes cannot widen what the lineage sets ---------------------
+# --- 6a: params cannot widen what the lineage sets -------------------------------------
 
 
 def test_params_cannot_widen_the_groups_regions_with_an_embed_only_key(
@@ -344,21 +358,208 @@ def test_params_cannot_widen_the_groups_regions_with_an_embed_only_key(
     )
 
 
-def test_minted_attributes_cannot_replace_a_lineage_key_with_an_embed_only_key(
-    embed_only_client, lineage
-):
-    body = {"user_group_id": "shop", "end_user": {"id": "ann", "attributes": {"regions": ["UK"]}}}
-    assert_error(mint(embed_only_client, body), 400, "invalid", fields=["end_user"])
-    assert not EndUser.objects.exists()
-    body["params"] = {"shop": 1}
-    assert_error(mint(embed_only_client, body), 400, "invalid", fields=["end_user", "params"])
-
-
 def test_a_key_with_write_may_replace_lineage_keys(api_client, lineage):
     token = person_token(
         api_client, "shop", person={"attributes": {"tier": "x"}}, params={"regions": ["UK"]}
     )
     assert introspect(api_client, token).json()["variables"]["regions"] == ["UK"]
+
+
+# --- 8a: a key without write grants at most what the lineage and the writers allowed ---
+
+SALES_URL = "/embed/api/sales/"
+ALL_REGIONS = ["DE", "FR", "UK"]
+
+
+@pytest.fixture
+def sales_groups(workspace):
+    """Groups on the example project's sales rows (12 for each of DE, FR and UK): ``fr``
+    sets ``regions: ["FR"]``, ``open`` sets no ``regions``, ``all`` sets the three."""
+    ensure_sample_data()
+    for provided_id, properties in [
+        ("fr", {"regions": ["FR"]}),
+        ("open", {}),
+        ("all", {"regions": ALL_REGIONS}),
+    ]:
+        group = UserGroupFactory.create(
+            workspace=workspace, provided_id=provided_id, properties=properties
+        )
+        SchemaMappingFactory.create(group=group, schema_id="sales", data_source_id="eu_warehouse")
+
+
+def sales_rows(token) -> int:
+    """How many rows the example project's sales endpoint answers for ``token``."""
+    response = Client().get(SALES_URL, HTTP_AUTHORIZATION=f"Embed {token}")
+    assert response.status_code == 200, response.content
+    return len(response.json()["rows"])
+
+
+def written():
+    """What a refused mint must leave as it was: every end user, and the audit trail."""
+    return list(EndUser.objects.order_by("pk").values()), AuditEvent.objects.count()
+
+
+def test_an_embed_only_key_cannot_carry_attributes_into_another_group(
+    api_client, embed_only_client, sales_groups
+):
+    """Issue 27: attributes allowed in a group that sets no ``regions`` were stored on the
+    person and applied in the group that sets ``["FR"]``, its earlier tokens too."""
+    earlier = person_token(api_client, "fr", "p")
+    assert sales_rows(earlier) == 12
+    before = written()
+    person = {"id": "p", "attributes": {"regions": ALL_REGIONS}}
+    for body in (
+        {"user_group_id": "open", "end_user": person},
+        {"user_group_id": "open", "end_user": person, "exclusive": True},
+    ):
+        error = assert_error(mint(embed_only_client, body), 403, "permission_denied")
+        assert "write" in error["message"]
+    assert written() == before
+    later = person_token(embed_only_client, "fr", "p")
+    assert introspect(api_client, later).json()["variables"] == {"regions": ["FR"]}
+    assert sales_rows(later) == sales_rows(earlier) == 12
+
+
+@pytest.mark.parametrize("attributes", [{"regions": ALL_REGIONS}, {"territory": ["FR"]}])
+def test_an_embed_only_key_cannot_create_a_person_with_attributes(
+    embed_only_client, sales_groups, attributes
+):
+    before = written()
+    body = {"user_group_id": "open", "end_user": {"id": "q", "attributes": attributes}}
+    assert_error(mint(embed_only_client, body), 403, "permission_denied")
+    assert written() == before and not EndUser.objects.exists()
+
+
+@pytest.mark.parametrize("person", [{}, {"attributes": {}}, {"display_name": "Q"}])
+def test_an_embed_only_key_may_create_a_person_without_attributes(
+    embed_only_client, workspace, sales_groups, person
+):
+    token = person_token(embed_only_client, "fr", "q", person=person)
+    assert services.end_users.find_end_user(workspace.pk, "q").attributes == {}
+    assert sales_rows(token) == 12
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [{}, {"territory": ALL_REGIONS}, {"territory": ["FR"], "page": 1}, {"territory": "FR"}],
+)
+def test_an_embed_only_key_cannot_change_a_narrowing_a_writer_set(
+    api_client, embed_only_client, sales_groups, attributes
+):
+    """Issue 27: ``attributes: {}`` wiped the ``territory`` a key with write had set."""
+    earlier = person_token(api_client, "all", "p", person={"attributes": {"territory": ["FR"]}})
+    assert sales_rows(earlier) == 12
+    before = written()
+    person = {"id": "p", "display_name": "P", "attributes": attributes}
+    for body in (
+        {"user_group_id": "all", "end_user": person},
+        {"user_group_id": "all", "end_user": person, "exclusive": True},
+    ):
+        assert_error(mint(embed_only_client, body), 403, "permission_denied")
+    assert written() == before  # not even the display name, and no earlier token revoked
+    assert sales_rows(earlier) == 12
+
+
+def test_an_embed_only_key_may_send_the_stored_attributes(
+    api_client, embed_only_client, workspace, sales_groups
+):
+    person_token(api_client, "all", "p", person={"attributes": {"territory": ["FR"], "b": 1}})
+    # The same object, its keys in another order: no change, so the mint goes on.
+    person = {"display_name": "P", "attributes": {"b": 1, "territory": ["FR"]}}
+    token = person_token(embed_only_client, "all", "p", person=person)
+    assert sales_rows(token) == 12
+    row = services.end_users.find_end_user(workspace.pk, "p")
+    assert (row.display_name, row.attributes) == ("P", {"territory": ["FR"], "b": 1})
+
+
+def test_an_embed_only_keys_params_cannot_replace_a_persons_attribute(
+    api_client, embed_only_client, sales_groups
+):
+    """Issue 27: ``params`` were checked against the lineage only, so they replaced the
+    person's ``territory``."""
+    earlier = person_token(api_client, "all", "p", person={"attributes": {"territory": ["FR"]}})
+    before = written()
+    body = {"user_group_id": "all", "end_user": {"id": "p"}, "params": {"territory": ALL_REGIONS}}
+    error = assert_error(mint(embed_only_client, body), 400, "invalid", fields=["params"])
+    assert "territory" in error["fields"]["params"][0]
+    # The stored attributes sent along change nothing: still the person's key.
+    body["end_user"]["attributes"] = {"territory": ["FR"]}
+    assert_error(mint(embed_only_client, body), 400, "invalid", fields=["params"])
+    assert written() == before and sales_rows(earlier) == 12
+    # A key that neither the lineage nor the person sets is the key's to set.
+    token = person_token(embed_only_client, "all", "p", params={"page": 2})
+    assert introspect(api_client, token).json()["variables"] == {
+        "regions": ALL_REGIONS,
+        "territory": ["FR"],
+        "page": 2,
+    }
+    # A key with write may replace the person's key, as it could change the person.
+    assert sales_rows(person_token(api_client, "all", "p", params={"territory": ALL_REGIONS})) == 36
+
+
+def test_tokens_minted_before_never_widen_by_an_embed_only_keys_mints(
+    api_client, embed_only_client, sales_groups
+):
+    """The three paths of issue 27 in turn, after tokens for the person minted with a key
+    that has write: those tokens grant what they granted."""
+    in_fr = person_token(api_client, "fr", "p", person={"attributes": {"territory": ["FR"]}})
+    in_all = person_token(api_client, "all", "p")
+    variables = {
+        token: introspect(api_client, token).json()["variables"] for token in (in_fr, in_all)
+    }
+    assert variables[in_all] == {"regions": ALL_REGIONS, "territory": ["FR"]}
+    assert sales_rows(in_fr) == sales_rows(in_all) == 12
+    attacks = [
+        {"user_group_id": "open", "end_user": {"id": "p", "attributes": {"regions": ALL_REGIONS}}},
+        {"user_group_id": "all", "end_user": {"id": "p", "attributes": {}}},
+        {"user_group_id": "all", "end_user": {"id": "p"}, "params": {"territory": ALL_REGIONS}},
+    ]
+    assert [mint(embed_only_client, body).status_code for body in attacks] == [403, 403, 400]
+    for token in (in_fr, in_all):
+        assert introspect(api_client, token).json()["variables"] == variables[token]
+        assert sales_rows(token) == 12
+    # And a new token of the person in either group grants no more.
+    assert sales_rows(person_token(embed_only_client, "fr", "p")) == 12
+    assert sales_rows(person_token(embed_only_client, "all", "p")) == 12
+
+
+def test_a_writers_change_made_during_an_embed_only_mint_stands(
+    api_client, embed_only_client, workspace, group
+):
+    """The mint compares the attributes with the person it read; a key with write that
+    changes them between that read and the mint's write of the display name wins."""
+    person_token(api_client, group.provided_id, "p", person={"attributes": {"territory": ["DE"]}})
+    read = services.embed.group_to_mint
+
+    def read_then_narrowed(*args):
+        found = read(*args)
+        services.end_users.update_end_user(workspace.pk, "p", {"attributes": {"territory": []}})
+        return found
+
+    person = {"id": "p", "display_name": "P", "attributes": {"territory": ["DE"]}}
+    with mock.patch.object(services.embed, "group_to_mint", read_then_narrowed):
+        token = minted(embed_only_client, group.provided_id, end_user=person)
+    row = services.end_users.find_end_user(workspace.pk, "p")
+    assert (row.display_name, row.attributes) == ("P", {"territory": []})
+    assert introspect(api_client, token).json()["variables"]["territory"] == []
+
+
+def test_an_embed_only_mint_with_the_stored_attributes_costs_what_any_does(
+    embed_only_client, workspace, group, django_assert_num_queries
+):
+    person_token(embed_only_client, group.provided_id, "p")
+    services.end_users.put_end_user(workspace.pk, "p", {"attributes": {"territory": ["DE"]}})
+    APIKey.objects.filter(workspace=workspace).update(last_used_at=timezone.now())
+    body = {
+        "user_group_id": group.provided_id,
+        "end_user": {"id": "p", "attributes": {"territory": ["DE"]}},
+    }
+    # The key, the group with the person, the webhooks; the mint's event: no lineage read,
+    # no write to the person.
+    with django_assert_num_queries(4) as queries:
+        assert mint(embed_only_client, body).status_code == 200
+    (write,) = statements(queries.captured_queries, WRITES)
+    assert AuditEvent._meta.db_table in write
 
 
 # --- What a token is bound to -----------------------------------------------------------

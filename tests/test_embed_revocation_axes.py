@@ -3,8 +3,10 @@ its subtree, an end user in every group, one token, the whole workspace; exactly
 axis per request; the denylist of single tokens and its cleanup."""
 
 import io
+import json
 from datetime import timedelta
 
+import jwt
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
@@ -193,3 +195,40 @@ def test_the_admins_revocation_of_a_person_ends_their_tokens(api_client, workspa
     token = minted(api_client, "parent", end_user={"id": "ann"})
     services.end_users.revoke_tokens(workspace.pk, "ann")  # what the admin's action calls
     assert_refused(token)
+
+
+# A token lives no longer than its key's right to mint it (CONTRACT 8a).
+
+
+def test_a_token_names_its_key_by_no_part_of_it(api_client, api_key, tree):
+    token = minted(api_client, "parent")
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims[tokens.KEY_CLAIM] == api_key.public_id
+    assert api_key.prefix not in token and "ugk_" not in json.dumps(claims)
+    assert not api_key.key.startswith(api_key.public_id)
+
+
+def test_a_token_ends_when_its_key_expires(api_client, api_key, tree):
+    api_key.expires_at = timezone.now() + timedelta(seconds=60)
+    api_key.save(update_fields=["expires_at"])
+    token = minted(api_client, "parent")
+    assert works(token)
+    with clock_moved(61):
+        assert_refused(token)
+    api_key.expires_at = timezone.now() - timedelta(seconds=1)
+    api_key.save(update_fields=["expires_at"])
+    assert_refused(token)
+
+
+def test_a_token_ends_when_its_key_loses_the_embed_scope(api_client, api_key, tree):
+    token = minted(api_client, "parent")
+    services.keys.narrow_scopes(api_key, {"read", "write", "rotate"})
+    assert_refused(token)
+
+
+def test_a_token_ends_with_its_key_after_a_rotations_grace(api_client, api_key, tree):
+    token = minted(api_client, "parent")
+    services.keys.rotate_key(api_key, timedelta(minutes=5))
+    assert works(token)  # within the grace period
+    with clock_moved(5 * 60 + 1):
+        assert_refused(token)

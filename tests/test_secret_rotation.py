@@ -203,3 +203,18 @@ def test_token_secret_wins_over_secret_key():
     with override_settings(USERGROUPS={"TOKEN_SECRET_FALLBACKS": [dedicated]}):
         assert dedicated not in crypto.token_secrets()
         assert crypto.unseal_token(sealed, token_digest) is None
+
+
+def test_a_box_opens_under_its_secret_or_a_fallback_of_it(scheme):
+    """Audit cursors and the admin's new secrets waiting for their page are sealed boxes
+    (crypto.seal_box): a fallback opens them, another secret, purpose or context not."""
+    secret, old, new = scheme
+    with secret(old):
+        sealed = crypto.seal_box("audit.cursor", b"position", "7")
+        assert crypto.open_box("audit.cursor", sealed, "7") == b"position"
+        assert crypto.open_box("audit.cursor", sealed, "8") is None
+        assert crypto.open_box("admin.secret_page", sealed, "7") is None
+    with secret(new, [old]):
+        assert crypto.open_box("audit.cursor", sealed, "7") == b"position"
+    with secret(new):
+        assert crypto.open_box("audit.cursor", sealed, "7") is None

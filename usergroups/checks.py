@@ -29,6 +29,7 @@ _INTEGER_SETTINGS = {
     "AUDIT_RETENTION_DAYS": 1,
     "WEBHOOK_MAX_ATTEMPTS": 1,
     "WEBHOOK_DISABLE_AFTER_FAILURES": 1,
+    "READ_MODEL_MAX_ENTRIES": 100,
 }
 # Setting -> (smallest, largest) number of seconds allowed (int or float, above 0).
 _SECONDS_SETTINGS = {
@@ -321,3 +322,52 @@ def check_webhook_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMes
         Error(message, hint="See the webhook settings in docs/webhooks.md.", id="usergroups.E011")
         for message in problems
     ]
+
+
+@register(Tags.compatibility)
+def check_read_model(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    """The read model's settings (CONTRACT section 9), and whether listening can work."""
+    options = getattr(settings, "USERGROUPS", {})
+    if not isinstance(options, dict):
+        return []  # E007
+    setting = options.get("READ_MODEL", DEFAULTS["READ_MODEL"])
+    alias = options.get("LISTEN_DATABASE", DEFAULTS["LISTEN_DATABASE"])
+    problems = []
+    if setting not in ("auto", True, False) or not isinstance(setting, str | bool):
+        problems.append("USERGROUPS['READ_MODEL'] must be \"auto\", True or False.")
+    if alias is not None and (not isinstance(alias, str) or alias not in settings.DATABASES):
+        problems.append("USERGROUPS['LISTEN_DATABASE'] must name a database of DATABASES.")
+    if problems:
+        return [
+            Error(message, hint="See the read model in docs/settings.md.", id="usergroups.E012")
+            for message in problems
+        ]
+    if setting is False:
+        return []
+    database = settings.DATABASES.get(alias or "default", {})
+    engine = database.get("ENGINE", "")
+    if "postgresql" not in engine:
+        if setting is True:
+            return [
+                Warning(
+                    "USERGROUPS['READ_MODEL'] is True, but the database is not PostgreSQL:"
+                    " every read goes to the database.",
+                    hint='Set it to "auto" (the default) or False.',
+                    id="usergroups.W005",
+                )
+            ]
+        return []
+    if alias is None and database.get("DISABLE_SERVER_SIDE_CURSORS"):
+        # What Django's docs prescribe behind a pooler in transaction mode, where LISTEN
+        # is lost between transactions: the read model would never be trusted.
+        return [
+            Warning(
+                "The default database looks pooled in transaction mode"
+                " (DISABLE_SERVER_SIDE_CURSORS), where LISTEN cannot work: every read"
+                " goes to the database.",
+                hint="Set USERGROUPS['LISTEN_DATABASE'] to an alias with a direct"
+                " connection to PostgreSQL (see docs/deployment.md).",
+                id="usergroups.W005",
+            )
+        ]
+    return []

@@ -74,6 +74,15 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_LEASE_SECONDS": 60,
     # The TASKS backend alias that runs deliveries.
     "WEBHOOK_TASK_BACKEND": "default",
+    # The read model (CONTRACT section 9, usergroups.read_model): "auto" answers hot
+    # reads from memory kept current by LISTEN/NOTIFY on PostgreSQL (elsewhere every read
+    # goes to the database); False turns it off.
+    "READ_MODEL": "auto",
+    # Most answers one process keeps in memory (least recently used ones make room).
+    "READ_MODEL_MAX_ENTRIES": 10000,
+    # The database alias a process listens through; None: "default". Behind a pooler in
+    # transaction mode (PgBouncer), an alias with a direct connection to PostgreSQL.
+    "LISTEN_DATABASE": None,
 }
 
 #: Settings of earlier releases that nothing reads any more, with what replaces each:

@@ -19,8 +19,13 @@ import re
 import secrets
 from typing import TypeGuard
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.utils.crypto import salted_hmac
+from django.utils.encoding import force_bytes
 
 from usergroups.conf import usergroups_settings
 
@@ -46,7 +51,7 @@ def _b64(raw: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def digest(secret: str) -> str:
@@ -66,11 +71,13 @@ def looks_like_group_token(value: object) -> TypeGuard[str]:
 #: Bytes of an embed binding: what tells one incarnation of a group or an end user from
 #: another that took its id (a restore, a sequence reset, a re-created person).
 BINDING_BYTES = 12
+BINDING_LENGTH = 16  # base64 of BINDING_BYTES
 
 
 def new_binding() -> str:
-    """A random value fixed when a group or an end user is created; embed tokens carry
-    it and verification compares it. Not a secret: it only has to differ."""
+    """A random value fixed when a group or an end user is created (or an API key, whose
+    embed tokens name it by one); embed tokens carry it and verification compares it.
+    Not a secret: it only has to differ."""
     return secrets.token_urlsafe(BINDING_BYTES)
 
 
@@ -131,4 +138,38 @@ def unseal_webhook_secret(sealed: str, secret_digest: str) -> str | None:
         candidate = WEBHOOK_SECRET_PREFIX + base64.b64encode(raw).decode()
         if hmac.compare_digest(digest(candidate), secret_digest):
             return candidate
+    return None
+
+
+# Boxes: a value the server hands out or keeps and must get back unread and unchanged
+# (an audit cursor, a new secret kept in the session for the one page that shows it).
+_BOX_LABEL = b"usergroups.crypto.box:"
+
+
+def _box(secret: str, purpose: str) -> AESSIV:
+    key = HKDF(
+        algorithm=hashes.SHA256(), length=64, salt=None, info=_BOX_LABEL + force_bytes(purpose)
+    )
+    return AESSIV(key.derive(force_bytes(secret)))
+
+
+def seal_box(purpose: str, data: bytes, context: str) -> str:
+    """``data`` encrypted and authenticated (AES-SIV) with a key derived from the current
+    secret for ``purpose`` alone, bound to ``context`` (which :func:`open_box` must be
+    given again). The same input gives the same text, which shows nothing else of it."""
+    return _b64(_box(token_secrets()[0], purpose).encrypt(data, [force_bytes(context)]))
+
+
+def open_box(purpose: str, sealed: str, context: str) -> bytes | None:
+    """The data of :func:`seal_box`, or None when it was not sealed for ``purpose`` and
+    ``context`` by a configured secret, or was changed."""
+    try:
+        raw = _unb64(sealed)
+    except ValueError:  # binascii.Error is one
+        return None
+    for secret in token_secrets():
+        try:
+            return _box(secret, purpose).decrypt(raw, [force_bytes(context)])
+        except (InvalidTag, ValueError):  # ValueError: too short to hold a tag
+            continue
     return None

@@ -53,6 +53,10 @@ class APIKey(models.Model):
     # The prefix names the key (admin, logs, revoke_api_key); the API finds it by digest.
     prefix = ExactCharField(max_length=crypto.KEY_LOOKUP_LENGTH, unique=True, editable=False)
     digest = models.CharField(max_length=64, unique=True, editable=False)
+    # Names the key in the embed tokens it mints: random, no part of the key (CONTRACT 8a).
+    public_id = ExactCharField(
+        max_length=crypto.BINDING_LENGTH, unique=True, editable=False, default=crypto.new_binding
+    )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -43,7 +43,7 @@ class Ancestor(NamedTuple):
     mapping: dict[str, str]
 
 
-#: The ``UserGroup`` fields a record is read from, in this order (``from_values``).
+#: The ``UserGroup`` fields a record holds as they are stored.
 RECORD_FIELDS = (
     "team_id",
     "workspace_id",
@@ -88,16 +88,16 @@ class GroupRecord:
         return crypto.unseal_token(self.token_sealed, self.token_digest)
 
     @classmethod
-    def from_values(
+    def from_model(
         cls,
-        values: Sequence[Any],
+        group: UserGroup,
         mapping: Iterable[tuple[str, str]],
         ancestors: Sequence[Ancestor] = (),
     ) -> "GroupRecord":
-        """The record of a group whose :data:`RECORD_FIELDS` are ``values``, in order,
-        whose mapping is ``mapping``'s ``(schema id, data source id)`` pairs, and whose
-        ancestors are ``ancestors``, root first (the last one is the parent)."""
-        fields = dict(zip(RECORD_FIELDS, values, strict=True))
+        """The record of a loaded ``group`` whose mapping is ``mapping``'s ``(schema id,
+        data source id)`` pairs, and whose ancestors are ``ancestors``, root first (the
+        last one is the parent). Called by :mod:`usergroups.services.lineage` alone."""
+        fields = {name: getattr(group, name) for name in RECORD_FIELDS}
         # Sorted here, not by the database: its collation may order otherwise.
         own_mapping = dict(sorted(mapping))
         if (fields["parent_id"] is None) != (not ancestors):
@@ -122,14 +122,3 @@ class GroupRecord:
             computed_mapping=dict(sorted(computed_mapping.items())),
             computed_property_sources=sources,
         )
-
-    @classmethod
-    def from_model(
-        cls,
-        group: UserGroup,
-        mapping: Iterable[tuple[str, str]],
-        ancestors: Sequence[Ancestor] = (),
-    ) -> "GroupRecord":
-        """The record of a loaded ``group`` whose mapping is ``mapping``'s pairs."""
-        values = [getattr(group, name) for name in RECORD_FIELDS]
-        return cls.from_values(values, mapping, ancestors)

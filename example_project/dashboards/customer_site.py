@@ -7,7 +7,8 @@ itself (a token without a person). Its backend never hands the long-lived group 
 the browser: for each view it mints a short-lived embed token
 (``DASHBOARDS_EMBED_TOKEN_SECONDS``, 60 s in the demo) locked to this site's origin and
 to the ``sales`` dashboard, naming the signed-in person (``end_user``, with the
-attributes that narrow the rows), and answers it to the page's script
+attributes that narrow the rows, written when the person signs in; a mint as a key
+without ``write`` may not change them), and answers it to the page's script
 (``POST /demo/embed-token/``), which hands it to the frame with ``postMessage``: never in
 a URL. The frame asks again before the token expires.
 
@@ -198,12 +199,14 @@ def mint_embed_token(request: HttpRequest) -> JsonResponse:
             origin=site_origin(request),
             expires_in=embed_token_seconds(),
             end_user=end_user_of(person) if shown and person else None,
-            # As a key with only the embed scope: the person's attributes may narrow the
-            # group's variables with keys of their own, never replace the group's.
+            # As a key with only the embed scope: the person's attributes as written at
+            # sign-in, unchanged, and no params replacing the group's or the person's keys.
             may_replace_variables=False,
         )
     except end_users.EndUserDisabled:  # by the host's operator (admin or API)
         return refused("end_user_disabled", "That person's access is disabled.")
+    except embed.AttributesLocked:  # changed by the host's operator since the sign-in
+        return refused("attributes_changed", "That person's attributes changed; sign in again.")
     if minted is None:
         raise Http404("No such group in the demo workspace.")
     return JsonResponse({"embed_token": minted.token, "expires_in": minted.expires_in})
@@ -213,12 +216,17 @@ def mint_embed_token(request: HttpRequest) -> JsonResponse:
 @require_POST
 def sign_in(request: HttpRequest) -> HttpResponse:
     """POST /demo/sign-in/ (``group``, ``person``, CSRF protected): sign this browser in as
-    a person of the customer's, as a login form would, then show the customer's page."""
-    demo_workspace()
+    a person of the customer's, as a login form would, write the person's fields from the
+    site's directory (nothing when unchanged), then show the customer's page."""
+    workspace = demo_workspace()
     provided_id = request.POST.get("group", "")
     person = person_of(provided_id, request.POST.get("person", ""))
     if person is None:
         raise Http404("No such person for this customer in the site's directory.")
+    # The directory's fields written as a backend would with PUT /api/user/end-user (a
+    # key with write): the mints that follow, as a key without it, may not change them.
+    spec = end_user_of(person)
+    end_users.put_end_user(workspace.pk, spec.end_user_id, spec.changes)
     request.session.cycle_key()  # a new session for a new sign-in, as django's login does
     request.session[SIGNED_IN] = {
         "group": provided_id,

@@ -2,12 +2,12 @@
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-FENCE_OPEN = "```console"
 FENCE_CLOSE = "```"
 PROMPT = "$ "
 DIRECTIVE = re.compile(r"<!--\s*docs-examples:\s*server\s+(\{.*\})\s*-->")
@@ -127,25 +127,40 @@ def _examples(page: Path, lines: list[str], first: int, end: int) -> list[Exampl
     return examples
 
 
-def console_blocks(page: Path) -> list[ConsoleBlock]:
-    lines = page.read_text(encoding="utf-8").split("\n")
-    blocks = []
+def _fences(page: Path, lines: list[str], language: str) -> Iterator[tuple[int, int]]:
+    """(opening, closing) line indexes of each ```language block, not indented."""
     index = 0
     while index < len(lines):
-        if lines[index].strip() == FENCE_OPEN:
-            if lines[index] != FENCE_OPEN:
-                raise ValueError(f"{page.name}:{index + 1}: console blocks are not indented")
+        if lines[index].strip() == f"```{language}":
+            if lines[index] != f"```{language}":
+                raise ValueError(f"{page.name}:{index + 1}: {language} blocks are not indented")
             end = index + 1
             while end < len(lines) and lines[end] != FENCE_CLOSE:
                 end += 1
             if end == len(lines):
-                raise ValueError(f"{page.name}:{index + 1}: the console block is not closed")
-            block = ConsoleBlock(page, index + 1, end, _directive(lines, index, page))
-            block.examples = _examples(page, lines, index + 1, end)
-            blocks.append(block)
+                raise ValueError(f"{page.name}:{index + 1}: the {language} block is not closed")
+            yield index, end
             index = end
         index += 1
+
+
+def console_blocks(page: Path) -> list[ConsoleBlock]:
+    lines = page.read_text(encoding="utf-8").split("\n")
+    blocks = []
+    for index, end in _fences(page, lines, "console"):
+        block = ConsoleBlock(page, index + 1, end, _directive(lines, index, page))
+        block.examples = _examples(page, lines, index + 1, end)
+        blocks.append(block)
     return blocks
+
+
+def fenced_blocks(page: Path, language: str) -> list[str]:
+    """The text of each ```language block of the page (e.g. the host's code that a browser
+    test runs as written)."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    return [
+        "\n".join(lines[index + 1 : end]) + "\n" for index, end in _fences(page, lines, language)
+    ]
 
 
 def write_back(page: Path, blocks: list[ConsoleBlock]) -> bool:

@@ -4,6 +4,7 @@ The browser is Debian's ``chromium`` package, launched by its path (``playwright
 is never needed). Every page visited is saved under ``artifacts/screenshots/``.
 """
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -15,6 +16,7 @@ from example_project.dashboards.demo import seed_demo_groups, seed_demo_people
 from example_project.dashboards.sources import ensure_sample_data
 from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, database_url, server_env
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
+from tests.support.origins import running_origin
 from tests.support.services import CHROMIUM
 
 # Playwright's sync API runs an asyncio loop in this thread for the rest of the session,
@@ -159,3 +161,19 @@ def task_worker(transactional_db, settings, tmp_path):
         yield worker
     finally:
         worker.kill(signal.SIGTERM)
+
+
+@pytest.fixture
+def origins():
+    """Starts web origins of their own beside the live server (tests/support/origins.py):
+    ``origins()`` is a new one, stopped after the test."""
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(running_origin())
+
+
+@pytest.fixture
+def probe(live_server, settings):
+    """The URL of tests/e2e/static/embed-probe.html on the live server (the host's origin):
+    a dashboard that is embed.js alone, recording its messages and events."""
+    settings.STATICFILES_DIRS = [Path(__file__).resolve().parent / "static"]
+    return f"{live_server.url}/static/embed-probe.html"

@@ -105,7 +105,7 @@ def test_a_person_signs_in_sees_their_rows_and_signs_out_everywhere(
     # Bruno: the dashboard stays ended, and no data request follows.
     with page.expect_response(lambda r: r.url.endswith("/demo/embed-token/")) as asked:
         body.evaluate(
-            "() => window.parent.postMessage({type: 'usergroups:token-request'}, location.origin)"
+            "() => window.parent.postMessage({v: 1, type: 'usergroups:token-request'}, location.origin)"
         )
     assert asked.value.status == 403 and asked.value.json()["error"] == "signed_out"
     expect(body).to_have_attribute("data-state", "ended")

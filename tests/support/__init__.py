@@ -15,6 +15,8 @@ another test module or a conftest.
   ``manage.py`` in a subprocess.
 - :mod:`tests.support.gunicorn`: that project under gunicorn on a free loopback port.
 - :mod:`tests.support.http`: requests to such a server over real HTTP.
+- :mod:`tests.support.origins`: web origins of their own on loopback ports (a customer's
+  site and its token endpoint) for the browser tests of embed.js.
 - :mod:`tests.support.ledger` and :mod:`tests.support.load`: load from clients that keep a
   ledger of what the server told them, checked against the database after faults (the
   fault test in .ci/ and the cluster's).

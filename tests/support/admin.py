@@ -1,6 +1,7 @@
 """Helpers for the admin tests: staff users with chosen permissions, admin URLs, the
 POST data of the group form."""
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,9 +55,12 @@ def group_form(
     return data
 
 
-def create_key(client: Client, workspace: Workspace, **fields: str | list[str]) -> Any:
+def create_key(
+    client: Client, workspace: Workspace, follow: bool = True, **fields: str | list[str]
+) -> Any:
     """POST the admin's add-key form for ``workspace``, with every scope ticked as the
-    form starts (``scopes=["read"]`` narrows); the response (the one-time key page)."""
+    form starts (``scopes=["read"]`` narrows), and follow its redirect unless ``follow``
+    is False; the response (the one-time key page, or the form again with its errors)."""
     data: dict[str, str | list[str]] = {
         "workspace": str(workspace.pk),
         "name": "Backend",
@@ -65,4 +69,25 @@ def create_key(client: Client, workspace: Workspace, **fields: str | list[str]) 
         "scopes": list(SCOPES),
     }
     data.update(fields)
-    return client.post(admin_url("apikey", "add"), data)
+    return client.post(admin_url("apikey", "add"), data, follow=follow)
+
+
+def shown_once(client: Client, posted: Any, shape: re.Pattern[str]) -> list[str]:
+    """The secrets (matching ``shape``) that the POST answered by ``posted`` made, from
+    the page it redirects to. That page shows them on its first GET only, the session
+    never holds them in plain form, and a second GET shows them no more: it redirects
+    with a message."""
+    assert posted.status_code == 302, posted.content
+    page = posted["Location"]
+    session_before = str(dict(client.session))
+    first = client.get(page)
+    assert first.status_code == 200 and "no-store" in first["Cache-Control"]
+    secrets = shape.findall(first.content.decode())
+    assert secrets
+    assert not any(secret in session_before for secret in secrets)
+    assert not any(secret in str(dict(client.session)) for secret in secrets)
+    again = client.get(page, follow=True)
+    assert again.redirect_chain and again.status_code == 200
+    html = again.content.decode()
+    assert not shape.search(html) and "A new secret is shown once" in html
+    return secrets

@@ -20,7 +20,7 @@ from django.contrib.admin.filters import (
     SimpleListFilter,
 )
 from django.contrib.admin.utils import get_fields_from_path, unquote
-from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured
+from django.core.exceptions import FieldDoesNotExist, ImproperlyConfigured, PermissionDenied
 from django.db.models import (
     Count,
     DateField,
@@ -43,8 +43,9 @@ from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext
+from django.views.decorators.debug import sensitive_variables
 
-from usergroups import audit_context
+from usergroups import audit_context, crypto
 from usergroups.fields import compact_json
 from usergroups.models import APIKey, UserGroup, Webhook
 
@@ -99,16 +100,68 @@ class ActsAsStaff:
         return acting_as_staff(super().delete_view)(request, *args, **kwargs)  # type: ignore[misc]
 
 
-# A secret that save_model made, until response_add shows it (once) and drops it.
+# A secret that save_model made, until response_add hands it to the page that shows it.
 _NEW_SECRETS: "WeakKeyDictionary[Model, str]" = WeakKeyDictionary()
+
+SECRET_PAGE_PURPOSE = "admin.secret_page"
+
+
+def _secret_page_session_key(page: str) -> str:
+    return f"usergroups.secret_page:{page}"
+
+
+def _secret_page_context(request: HttpRequest, page: str) -> str:
+    return f"{page}:{request.user.pk}"
+
+
+def keep_for_secret_page(request: HttpRequest, page: str, payload: dict[str, Any]) -> None:
+    """Keep ``payload`` (new secrets, and the ids of what they belong to) in the session
+    for the one GET of ``page`` that shows it, after a redirect from the POST that made
+    them. Sealed (usergroups.crypto.seal_box), bound to the page and the staff user: the
+    session store is a database table by default, and it must hold no usable secret."""
+    sealed = crypto.seal_box(
+        SECRET_PAGE_PURPOSE, json.dumps(payload).encode(), _secret_page_context(request, page)
+    )
+    request.session[_secret_page_session_key(page)] = sealed
+
+
+def take_for_secret_page(request: HttpRequest, page: str) -> dict[str, Any] | None:
+    """What :func:`keep_for_secret_page` kept for ``page``, once: it leaves the session as
+    it is read, so a reload of the page shows it no more. None when nothing is kept."""
+    sealed = request.session.pop(_secret_page_session_key(page), None)
+    if not isinstance(sealed, str):
+        return None
+    data = crypto.open_box(SECRET_PAGE_PURPOSE, sealed, _secret_page_context(request, page))
+    return None if data is None else json.loads(data)
+
+
+def shown_once_redirect(
+    model_admin: Any, request: HttpRequest, obj: Model | None = None
+) -> HttpResponseRedirect:
+    """Where a second visit of a page that showed a secret goes: to the object's page (or
+    the admin's index, for staff who may not view it), saying why."""
+    messages.info(
+        request,
+        gettext("A new secret is shown once, on the page after it was made; not again."),
+    )
+    opts, site = model_admin.model._meta, model_admin.admin_site.name
+    if obj is not None and model_admin.has_view_or_change_permission(request, obj):
+        url = reverse(f"{site}:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    elif obj is None and model_admin.has_view_or_change_permission(request):
+        url = reverse(f"{site}:{opts.app_label}_{opts.model_name}_changelist")
+    else:
+        url = reverse(f"{site}:index")
+    return HttpResponseRedirect(url)
 
 
 class SecretShownOnce:
     """For a ModelAdmin whose add makes a secret and shows it once, on a page of its own
-    (API keys, webhooks): ``save_model`` hands the secret to :meth:`keep_secret`, and
-    ``response_add`` answers with :meth:`secret_page` instead of a redirect. The add form
-    has only "Save": "Save and add another" and "Save and continue editing" would skip
-    that page and lose the secret."""
+    (API keys, webhooks): ``save_model`` hands the secret to :meth:`keep_secret`;
+    ``response_add`` keeps it for that page (:func:`keep_for_secret_page`) and redirects
+    there, so reloading the page sends no form again and issues nothing; the page shows
+    the secret on its first GET only (:meth:`secret_page` renders it). The add form has
+    only "Save": "Save and add another" and "Save and continue editing" would skip that
+    page and lose the secret."""
 
     def keep_secret(self, obj: Model, secret: str) -> None:
         _NEW_SECRETS[obj] = secret
@@ -116,13 +169,39 @@ class SecretShownOnce:
     def secret_page(self, request: HttpRequest, obj: Any, secret: str) -> HttpResponse:
         raise NotImplementedError
 
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            object_page_url(self, "new-secret", self.new_secret_view, "new_secret"),
+            *super().get_urls(),  # type: ignore[misc]
+        ]
+
+    @staticmethod
+    def new_secret_page(obj: Model) -> str:
+        return f"{obj._meta.model_name}:{obj.pk}"
+
     def response_add(
         self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
     ) -> HttpResponse:
         secret = _NEW_SECRETS.pop(obj, None)
         if secret is None:
             return super().response_add(request, obj, post_url_continue)  # type: ignore[misc]
-        return self.secret_page(request, obj, secret)
+        keep_for_secret_page(request, self.new_secret_page(obj), {"secret": secret})
+        opts, site = obj._meta, self.admin_site.name  # type: ignore[attr-defined]
+        return HttpResponseRedirect(
+            reverse(f"{site}:{opts.app_label}_{opts.model_name}_new_secret", args=[obj.pk])
+        )
+
+    @sensitive_variables("kept")
+    def new_secret_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self.get_object(request, unquote(object_id))  # type: ignore[attr-defined]
+        if obj is None:
+            return missing_object_redirect(self, request, object_id)
+        if not self.has_add_permission(request):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        kept = take_for_secret_page(request, self.new_secret_page(obj))
+        if kept is None:
+            return shown_once_redirect(self, request, obj)
+        return self.secret_page(request, obj, kept["secret"])
 
     def render_change_form(
         self,

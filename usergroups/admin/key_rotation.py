@@ -2,24 +2,34 @@
 
 It asks first, with the grace period the ``rotate_api_key`` command takes (hours the old
 key keeps working, 0 to revoke it at once), then rotates through
-:func:`usergroups.services.keys.rotate_key` and shows each new key once, on the answer to
-that POST, as the add view does: never in a message, the session or a URL. It needs both
-``add_apikey`` (it makes keys) and ``change_apikey`` (it ends others).
+:func:`usergroups.services.keys.rotate_key` and redirects to a page that shows each new
+key once, as the add view does: until that GET the keys wait in the session, sealed
+(:func:`usergroups.admin.common.keep_for_secret_page`); never in a message or a URL. It
+needs both ``add_apikey`` (it makes keys) and ``change_apikey`` (it ends others).
 """
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups.admin.common import confirmation_response, secret_html, secret_page_context
+from usergroups.admin.common import (
+    confirmation_response,
+    keep_for_secret_page,
+    secret_html,
+    secret_page_context,
+    shown_once_redirect,
+    take_for_secret_page,
+)
 from usergroups.models import APIKey
 from usergroups.scopes import ordered
 from usergroups.services import keys
@@ -29,6 +39,8 @@ if TYPE_CHECKING:
 else:
     KeyRotationBase = object
 
+#: The page of the new keys, as :func:`keep_for_secret_page` names it.
+ROTATED_PAGE = "apikey:rotated"
 DEFAULT_GRACE_HOURS = 24
 #: A week: longer overlaps are a second key, not a rotation.
 MAX_GRACE_HOURS = 24 * 7
@@ -104,7 +116,7 @@ class KeyRotationMixin(KeyRotationBase):
     def _rotated_response(
         self, request: HttpRequest, api_keys: list[APIKey], grace_hours: int
     ) -> HttpResponse:
-        rotated: list[dict[str, Any]] = []
+        rotated: list[tuple[int, int, str]] = []
         for old in api_keys:
             try:
                 new, key = keys.rotate_key(old, timedelta(hours=grace_hours))
@@ -119,24 +131,57 @@ class KeyRotationMixin(KeyRotationBase):
             self.log_addition(
                 request, new, gettext("Created by rotating %(prefix)s….") % {"prefix": old.prefix}
             )
-            rotated.append(
-                {
-                    "old": old,
-                    "new": new,
-                    "scopes": ", ".join(ordered(new.scopes)),
-                    "secret": secret_html(
-                        key,
-                        element_id=f"new-api-key-{new.pk}",
-                        label=gettext("New API key"),
-                        revealed=True,
-                    ),
-                }
-            )
+            rotated.append((old.pk, new.pk, key))
+        keep_for_secret_page(
+            request, ROTATED_PAGE, {"rotated": rotated, "grace_hours": grace_hours}
+        )
+        opts = self.model._meta
+        return HttpResponseRedirect(
+            reverse(f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_rotated")
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        opts = self.model._meta
+        return [
+            path(
+                "rotated/",
+                self.admin_site.admin_view(self.rotated_view),
+                name=f"{opts.app_label}_{opts.model_name}_rotated",
+            ),
+            *super().get_urls(),
+        ]
+
+    @sensitive_variables("kept")
+    def rotated_view(self, request: HttpRequest) -> HttpResponse:
+        """The new keys of the last rotation, on the first GET after it only."""
+        if not self.has_rotate_permission(request):
+            raise PermissionDenied
+        kept = take_for_secret_page(request, ROTATED_PAGE)
+        if kept is None:
+            return shown_once_redirect(self, request)
+        by_pk = APIKey.objects.select_related("workspace").in_bulk(
+            [pk for old_and_new in kept["rotated"] for pk in old_and_new[:2]]
+        )
+        rotated = [
+            {
+                "old": by_pk[old],
+                "new": by_pk[new],
+                "scopes": ", ".join(ordered(by_pk[new].scopes)),
+                "secret": secret_html(
+                    key,
+                    element_id=f"new-api-key-{new}",
+                    label=gettext("New API key"),
+                    revealed=True,
+                ),
+            }
+            for old, new, key in kept["rotated"]
+            if old in by_pk and new in by_pk  # deleted meanwhile: nothing to show
+        ]
         context = secret_page_context(
             self,
             request,
             gettext("Copy your new API keys"),
             rotated=rotated,
-            grace_hours=grace_hours,
+            grace_hours=kept["grace_hours"],
         )
         return TemplateResponse(request, "usergroups/admin/apikey/rotated.html", context)

@@ -1,5 +1,6 @@
 """Webhooks and their deliveries: registered here or by the API, the secret shown once
-(on the page after adding, never stored anywhere else), deliveries read-only with a
+(on the page the add redirects to; until then sealed in the session, as
+:class:`~usergroups.admin.common.SecretShownOnce` has it), deliveries read-only with a
 "redeliver" action. Every write goes through :mod:`usergroups.services.webhooks`."""
 
 from typing import TYPE_CHECKING, Any
@@ -154,7 +155,7 @@ class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, SecretShownOnce, WebhookAdmi
             self,
             request,
             gettext("Copy the webhook's signing secret"),
-            webhook=Webhook.objects.get(pk=obj.pk),
+            webhook=obj,
             secret=secret_html(
                 secret, element_id="new-webhook-secret", label=gettext("Secret"), revealed=True
             ),

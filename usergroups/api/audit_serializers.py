@@ -1,14 +1,14 @@
 """Query and answer of ``GET /api/user/audit`` (CONTRACT section 8)."""
 
-import base64
-import binascii
 import re
-from datetime import UTC, datetime, timedelta
+import struct
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from usergroups import crypto
 from usergroups.api.serializers import StrictCharField
 from usergroups.audit_context import ACTOR_TYPES
 from usergroups.services import audit
@@ -20,17 +20,38 @@ ACTION_PREFIX = re.compile(ACTION_PREFIX_PATTERN)
 MAX_ACTION_LENGTH = 64
 MAX_CURSOR_LENGTH = 64
 CURSOR_PATTERN = "^[A-Za-z0-9_-]+$"
-# Year 9999: past it a time is no datetime.
-MAX_MICROSECONDS = (datetime(9999, 12, 31, tzinfo=UTC) - EPOCH) // timedelta(microseconds=1)
 
 
-def encode_cursor(position: Position) -> str:
+# A cursor is a position sealed for the workspace it pages (usergroups.crypto.seal_box):
+# the row id it holds counts every workspace's events, so it is never shown. Fixed width,
+# so its length tells nothing either: a kind byte, the id, the time (0 when paging by id).
+CURSOR_PURPOSE = "audit.cursor"
+CURSOR_LAYOUT = struct.Struct(">cQQ")
+BY_ID, BY_TIME = b"i", b"t"
+
+
+def encode_cursor(position: Position, workspace_id: int) -> str:
     """Opaque to clients: where the next page starts (see services.audit.Position)."""
     if position.at is None:
-        text = f"a1:{position.id}"
+        data = CURSOR_LAYOUT.pack(BY_ID, position.id, 0)
     else:
-        text = f"t1:{(position.at - EPOCH) // timedelta(microseconds=1)}:{position.id}"
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+        data = CURSOR_LAYOUT.pack(BY_TIME, position.id, microseconds_since_epoch(position.at))
+    return crypto.seal_box(CURSOR_PURPOSE, data, str(workspace_id))
+
+
+def decode_cursor(cursor: str, workspace_id: int) -> Position | None:
+    """The position an :func:`encode_cursor` of this workspace sealed; None for any other text."""
+    data = crypto.open_box(CURSOR_PURPOSE, cursor, str(workspace_id))
+    if data is None or len(data) != CURSOR_LAYOUT.size:
+        return None
+    kind, row_id, microseconds = CURSOR_LAYOUT.unpack(data)
+    if kind == BY_ID:
+        return Position(row_id)
+    return Position(row_id, EPOCH + timedelta(microseconds=microseconds))
+
+
+def microseconds_since_epoch(at: datetime) -> int:
+    return (at - EPOCH) // timedelta(microseconds=1)
 
 
 class ActionPrefixField(StrictCharField):
@@ -50,28 +71,21 @@ class ActionPrefixField(StrictCharField):
 
 
 class CursorField(serializers.Field):
-    """The ``next_cursor`` of an earlier answer; decodes to the row id to page below."""
+    """The ``next_cursor`` of an earlier answer to this workspace (the serializer's
+    context names it, ``workspace_id``); decodes to where the next page starts."""
 
     default_error_messages = {"cursor": _("Must be a next_cursor from an earlier answer.")}
 
     def to_internal_value(self, data: Any) -> Position:
         if not isinstance(data, str) or not 0 < len(data) <= MAX_CURSOR_LENGTH:
             self.fail("cursor")
-        try:
-            text = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).decode("ascii")
-        except (binascii.Error, ValueError):
+        position = decode_cursor(data, self.context["workspace_id"])
+        if position is None:
             self.fail("cursor")
-        kind, *numbers = text.split(":")
-        if not all(number.isdigit() and 0 < int(number) < 2**63 for number in numbers):
-            self.fail("cursor")
-        if kind == "a1" and len(numbers) == 1:
-            return Position(int(numbers[0]))
-        if kind == "t1" and len(numbers) == 2 and int(numbers[0]) < MAX_MICROSECONDS:
-            return Position(int(numbers[1]), EPOCH + timedelta(microseconds=int(numbers[0])))
-        self.fail("cursor")
+        return position
 
     def to_representation(self, value: Position) -> str:
-        return encode_cursor(value)
+        return encode_cursor(value, self.context["workspace_id"])
 
 
 class AuditQuerySerializer(serializers.Serializer):

@@ -21,11 +21,14 @@ class AuditEventListView(WorkspaceAPIView):
     required_scopes = {"GET": scopes.READ}
 
     def get(self, request: Request) -> Response:
-        query = AuditQuerySerializer(data=query_params(request))
+        workspace = workspace_id(request)
+        query = AuditQuerySerializer(
+            data=query_params(request), context={"workspace_id": workspace}
+        )
         query.is_valid(raise_exception=True)
         data = query.validated_data
         events = audit.events_of(
-            workspace_id(request),
+            workspace,
             action_prefix=data.get("action"),
             user_group_id=data.get("user_group_id"),
             end_user_id=data.get("end_user_id"),
@@ -42,6 +45,8 @@ class AuditEventListView(WorkspaceAPIView):
             {
                 "success": 1,
                 "events": AuditEventSerializer(page, many=True).data,
-                "next_cursor": None if next_position is None else encode_cursor(next_position),
+                "next_cursor": None
+                if next_position is None
+                else encode_cursor(next_position, workspace),
             }
         )

@@ -1,4 +1,5 @@
-"""Bodies sent with ``Transfer-Encoding: chunked``: read, or refused with 411.
+"""Bodies sent with ``Transfer-Encoding: chunked``: read, refused with 411, or 400 when
+their framing is malformed (CONTRACT sections 3 and 8a).
 
 Django sizes a body by ``Content-Length`` alone: without one the body reads as empty,
 so a chunked create would be answered as a request without a body (or from its query
@@ -8,22 +9,20 @@ de-chunks and Django has received the whole body before the view runs. A WSGI se
 that does neither (runserver's wsgiref) would hand over the raw chunk framing: 411
 ``length_required``.
 
-The body read, the view gets a new request of the same kind with that body and its
-``Content-Length``, made the way the handlers make one: Django and DRF then read it as
-any sized body, through their public constructors only.
+The request stays the one Django made (with all that middleware set on it); only DRF's
+request of it reads its body from where the server put it, through DRF's public
+``stream``, which DRF's parsers read.
 """
 
 import io
+from typing import IO, Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest
+from rest_framework.request import Request
 
-from usergroups.api.exceptions import LengthRequired, RequestTooLarge
+from usergroups.api.exceptions import LengthRequired, MalformedBody, RequestTooLarge
 from usergroups.conf import usergroups_settings
-
-#: What middleware and the URL resolver set on a request, kept on the new one.
-CARRIED_ATTRIBUTES = ("user", "auser", "session", "resolver_match")
 
 
 def is_chunked(request: HttpRequest) -> bool:
@@ -32,17 +31,26 @@ def is_chunked(request: HttpRequest) -> bool:
     return coding not in ("", "identity")
 
 
-def read_chunked_body(request: HttpRequest, limit: int) -> bytes:
-    """The de-chunked body; 411 if the server cannot give it, 413 if over ``limit``."""
+def dechunked_input(request: HttpRequest) -> IO[bytes] | HttpRequest | None:
+    """Where the server hands over the de-chunked body; None when it does not."""
     if request.META.get("wsgi.input_terminated"):
-        stream = request.META["wsgi.input"]
-    elif isinstance(request, ASGIRequest):
-        stream = request  # reads the body Django's ASGI handler received
-    else:
-        raise LengthRequired()
+        return request.META["wsgi.input"]
+    if isinstance(request, ASGIRequest):
+        return request  # reads the body Django's ASGI handler received
+    return None
+
+
+def read_to_end(stream: IO[bytes] | HttpRequest, limit: int) -> bytes:
+    """All of ``stream``; 413 if over ``limit``, 400 if the server cannot de-chunk it."""
     parts, size = [], 0
     while size <= limit:  # a read may return less than asked before the end
-        part = stream.read(limit + 1 - size)
+        try:
+            part = stream.read(limit + 1 - size)
+        except Exception as exc:
+            # Each server raises its own classes for a bad chunk size, a missing CRLF or
+            # a body cut short (gunicorn's InvalidChunkSize, NoMoreData...): the request
+            # is malformed, whichever the server.
+            raise MalformedBody() from exc
         if not part:
             break
         parts.append(part)
@@ -52,29 +60,25 @@ def read_chunked_body(request: HttpRequest, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def with_chunked_body(request: HttpRequest) -> HttpRequest:
-    """A copy of ``request`` whose body is its de-chunked body, sized by
-    ``Content-Length``; 411 or 413 as :func:`read_chunked_body`."""
-    body = read_chunked_body(request, usergroups_settings.MAX_BODY_BYTES)
-    sized: HttpRequest
-    if isinstance(request, ASGIRequest):
-        headers = [
-            (name, value)
-            for name, value in request.scope["headers"]
-            if name.lower() not in (b"transfer-encoding", b"content-length")
-        ]
-        headers.append((b"content-length", str(len(body)).encode("ascii")))
-        sized = ASGIRequest({**request.scope, "headers": headers}, io.BytesIO(body))
-    else:
-        environ = {**request.META, "wsgi.input": io.BytesIO(body)}
-        environ["CONTENT_LENGTH"] = str(len(body))
-        environ.pop("HTTP_TRANSFER_ENCODING", None)
-        # WSGIRequest decoded these from WSGI's Latin-1 form in place: back to it, as
-        # the new request decodes them again.
-        for name in ("PATH_INFO", "SCRIPT_NAME"):
-            environ[name] = environ[name].encode("utf-8").decode("iso-8859-1")
-        sized = WSGIRequest(environ)
-    for name in CARRIED_ATTRIBUTES:
-        if hasattr(request, name):
-            setattr(sized, name, getattr(request, name))
-    return sized
+class ChunkedBodyRequest(Request):
+    """DRF's request of a body sent chunked: its parsers read the body the server
+    de-chunked, not the empty one Django sizes by the missing ``Content-Length``."""
+
+    def __init__(self, request: HttpRequest, **kwargs: Any) -> None:
+        super().__init__(request, **kwargs)
+        self.server_input = dechunked_input(request)
+        self.body_read: bytes | None = None
+
+    def read_body(self) -> bytes:
+        """The body, read once: 411 if the server cannot give it, 413 if over
+        ``MAX_BODY_BYTES``, 400 ``invalid`` if its chunk framing is malformed."""
+        if self.body_read is None:
+            if self.server_input is None:
+                raise LengthRequired()
+            self.body_read = read_to_end(self.server_input, usergroups_settings.MAX_BODY_BYTES)
+        return self.body_read
+
+    @property
+    def stream(self) -> IO[bytes] | None:
+        body = self.read_body()
+        return io.BytesIO(body) if body else None  # as DRF has an empty body: no stream

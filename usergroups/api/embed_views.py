@@ -35,6 +35,13 @@ class EndUserDisabled(PermissionDenied):
     default_code = "end_user_disabled"
 
 
+class AttributesLocked(PermissionDenied):
+    default_detail = _(
+        "These attributes differ from the end user's stored ones; this API key lacks the "
+        "'write' scope, which changing them needs."
+    )
+
+
 class EmbedScopeView(WorkspaceAPIView):
     """A POST-only endpoint of the workspace's API that needs the ``embed`` scope."""
 
@@ -54,7 +61,7 @@ class EmbedTokenView(EmbedScopeView):
             minted = embed.mint_embed_token(
                 api_key.workspace_id,
                 data["user_group_id"],
-                key_prefix=api_key.prefix,
+                key_id=api_key.public_id,
                 may_replace_variables=api_key.has_scope(scopes.WRITE),
                 end_user=serializer.end_user_spec(),
                 exclusive=data["exclusive"],
@@ -68,14 +75,16 @@ class EmbedTokenView(EmbedScopeView):
                 {
                     name: [
                         _(
-                            "Sets %(keys)s, which the user group's lineage sets; only a key "
-                            "with the write scope may replace them."
+                            "Sets %(keys)s, which the user group's lineage or the end user "
+                            "sets; only a key with the write scope may replace them."
                         )
                         % {"keys": ", ".join(keys)}
                     ]
                     for name, keys in exc.clashes.items()
                 }
             ) from None
+        except embed.AttributesLocked:
+            raise AttributesLocked() from None
         except end_users.EndUserDisabled:
             raise EndUserDisabled() from None
         except tokens.TokenTooLarge:

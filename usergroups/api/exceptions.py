@@ -1,6 +1,6 @@
 """Every failure of the API as ``{"success": 0, "error": {"code", "message", "fields"}}``."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -9,6 +9,7 @@ from django.http import Http404
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
 
 from usergroups.failures import ContractFailure, failure_body
 from usergroups.logs import get_logger
@@ -26,6 +27,15 @@ class LengthRequired(exceptions.APIException):
     status_code = status.HTTP_411_LENGTH_REQUIRED
     default_detail = _("This server cannot read a chunked body; send Content-Length.")
     default_code = "length_required"
+
+
+class MalformedBody(exceptions.APIException):
+    """A chunked body whose framing the server could not read: a bad chunk size, a missing
+    CRLF after a chunk, a body cut short (usergroups.api.chunked)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = _("The chunked body is malformed.")
+    default_code = "invalid"
 
 
 class TokenUnavailable(exceptions.APIException):
@@ -90,26 +100,33 @@ def _messages(detail: Any) -> list[str]:
     return [str(detail)]
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Shape a failure as the contract's error body; None lets Django answer a real bug."""
-    api_exc = _as_api_exception(exc)
-    if api_exc is None:
-        return None
+def error_body(api_exc: exceptions.APIException) -> dict[str, Any]:
+    """The contract's failure body of ``api_exc``."""
     if isinstance(api_exc, ContractFailure):
-        body = api_exc.detail
-    elif isinstance(api_exc, exceptions.ValidationError):
+        return api_exc.detail  # type: ignore[return-value]
+    if isinstance(api_exc, exceptions.ValidationError):
         detail = api_exc.detail
         if not isinstance(detail, dict):
             detail = {"non_field_errors": detail}
         fields = {name: _messages(value) for name, value in detail.items()}
-        body = failure_body(str(api_exc.default_code), str(_("Invalid input.")), fields)
-    else:
-        body = failure_body(str(api_exc.default_code), " ".join(_messages(api_exc.detail)))
-    headers = {}
-    auth_header = getattr(api_exc, "auth_header", None)  # set by DRF on 401s
-    if auth_header:
-        headers["WWW-Authenticate"] = auth_header
-    wait = getattr(api_exc, "wait", None)  # set by DRF on 429s
-    if wait:
-        headers["Retry-After"] = str(int(wait) or 1)
-    return Response(body, status=api_exc.status_code, headers=headers)
+        return failure_body(str(api_exc.default_code), str(_("Invalid input.")), fields)
+    return failure_body(str(api_exc.default_code), " ".join(_messages(api_exc.detail)))
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Shape a failure as the contract's error body; None lets Django answer a real bug.
+
+    DRF's handler makes the answer: its headers (``WWW-Authenticate``, ``Retry-After``),
+    and ``set_rollback()``, so that under ``ATOMIC_REQUESTS`` a refused request writes
+    nothing. Only the body is ours.
+    """
+    api_exc = _as_api_exception(exc)
+    if api_exc is None:
+        return None
+    # DRF's handler answers every APIException (None is for other exceptions).
+    response = cast(Response, drf_exception_handler(api_exc, context))
+    response.data = error_body(api_exc)
+    wait = getattr(api_exc, "wait", None)
+    if wait:  # DRF rounds down, and a wait under a second is still one
+        response["Retry-After"] = str(int(wait) or 1)
+    return response

@@ -369,14 +369,18 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
             "mint_embed_token", "Mint an embed token",
             f"A short-lived JWT (compact JWS, EdDSA or ES256, at most {MAX_TOKEN_BYTES} "
             "bytes) for the browser, instead of the group token; one that would be larger is "
-            "400 naming what made it so. `end_user` names the person: created if missing; "
-            "attributes that differ from the stored ones need a key with `write` (403 "
-            "`permission_denied`); a disabled person is 403 `end_user_disabled`. Writes its "
-            "audit event (`embed_token.minted`, naming the token by its `jti`).",
+            "400 naming what made it so. `end_user` names the person: created if missing. A "
+            "key without `write` grants no more than the lineage and the writers with `write` "
+            "allowed: its `end_user.attributes` must be the person's stored ones (403 "
+            "`permission_denied`, nothing written). Writes its audit event "
+            "(`embed_token.minted`, naming the token by its `jti`).",
             answer("MintAnswer", embed_token=serializers.CharField(max_length=MAX_TOKEN_BYTES),
                    expires_in=serializers.IntegerField(min_value=embed.MIN_EXPIRES_IN),
                    expires_at=serializers.DateTimeField(), user_group=api.NamedGroupSerializer()),
-            errors(*KEYED, 404, s404=NO_GROUP), request=embed.MintRequestSerializer,
+            errors(*KEYED, 404, s404=NO_GROUP, s403=ERRORS[403][1] + " `end_user_disabled`: "
+                   "the person is disabled. Also `permission_denied`: a key without `write` "
+                   "sent `end_user.attributes` that differ from the person's."),
+            request=embed.MintRequestSerializer,
         ),
     },
     "usergroups.api.embed_views.EmbedTokenIntrospectView": {

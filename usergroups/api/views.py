@@ -9,7 +9,7 @@ from django.http.response import HttpResponseBase
 from django.utils.http import parse_header_parameters
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
-from rest_framework.exceptions import APIException, NotAuthenticated, NotFound, ValidationError
+from rest_framework.exceptions import NotAuthenticated, NotFound, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -19,7 +19,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from usergroups import audit_context, scopes
-from usergroups.api.chunked import is_chunked, with_chunked_body
+from usergroups.api.chunked import ChunkedBodyRequest, is_chunked
 from usergroups.api.exceptions import Conflict, exception_handler
 from usergroups.api.parsers import JSONObjectParser, loads_strict
 from usergroups.api.querystring import query_params
@@ -120,18 +120,18 @@ class WorkspaceAPIView(APIView):
     content_negotiation_class = AlwaysJSON
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
 
-    #: Why a chunked body cannot be read (411, 413); raised once DRF's checks passed.
-    body_error: APIException | None = None
-
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        # A chunked body, read now and sized like any other (usergroups.api.chunked):
-        # Django would read it as empty. An error here would escape DRF's handling.
-        if is_chunked(request):
-            try:
-                request = with_chunked_body(request)
-            except APIException as exc:
-                self.body_error = exc
-        return super().initialize_request(request, *args, **kwargs)
+        if not is_chunked(request):
+            return super().initialize_request(request, *args, **kwargs)
+        # DRF's own construction, of the request that reads a chunked body (Django would
+        # read it as empty): usergroups.api.chunked.
+        return ChunkedBodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
 
     #: The request's ``X-Request-ID`` (valid, else made): in its events, logs and answer.
     request_id: str = ""
@@ -146,8 +146,8 @@ class WorkspaceAPIView(APIView):
         super().initial(request, *args, **kwargs)
         if isinstance(request.auth, APIKey):
             audit_context.set_actor(audit_context.api_key(request.auth.prefix))
-        if self.body_error is not None:
-            raise self.body_error
+        if isinstance(request, ChunkedBodyRequest):
+            request.read_body()  # 400, 411 or 413 now, once DRF's checks passed
 
     def finalize_response(
         self, request: Request, response: Response, *args: Any, **kwargs: Any

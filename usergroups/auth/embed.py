@@ -7,8 +7,9 @@ may declare the resource it serves, ``embed_resource = "sales"``: a token minted
 another one is refused there.
 
 Everything is checked here, at authentication, so a view cannot forget a check: the
-token (no query when it is bad), the group and its generation (one query), the
-``Origin`` header against the token's origin, and the view's resource.
+token and what it is bound to (:func:`usergroups.services.verification.grant_of`: no
+query when it is bad, one at most when it is good), the ``Origin`` header against the
+token's origin, and the view's resource.
 
 Every refusal is the contract's failure body with its ``code`` whatever the site's
 ``EXCEPTION_HANDLER`` (DRF's default included), and a 401 challenges with
@@ -30,7 +31,7 @@ from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import same_origin
 from usergroups.failures import ContractFailure
-from usergroups.services import embed
+from usergroups.services import verification
 
 KEYWORD = "Embed"
 
@@ -112,18 +113,17 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
     @sensitive_variables("credential")
     def authenticate_credentials(self, credential: str) -> tuple[GroupPrincipal, EmbedGrant]:
         try:
-            claims = tokens.verify(credential)
+            grant = verification.grant_of(credential)
         except tokens.ExpiredEmbedToken:
             raise EmbedTokenExpired() from None
         except tokens.OriginRequired:
             raise EmbedAuthenticationFailed(
                 _("This embed token names no origin, which this site requires.")
             ) from None
-        except tokens.InvalidEmbedToken:
-            raise EmbedAuthenticationFailed(_("Invalid embed token.")) from None
-        grant = embed.current_grant(claims)
-        if grant is None:
+        except verification.TokenRevoked:
             raise EmbedAuthenticationFailed(
                 _("This embed token has been revoked, or its user group deleted.")
-            )
+            ) from None
+        except tokens.InvalidEmbedToken:
+            raise EmbedAuthenticationFailed(_("Invalid embed token.")) from None
         return GroupPrincipal.of(grant.group), grant

@@ -33,6 +33,8 @@ class EmbedGrant:
     claims: Claims
     #: The end user's stored attributes, read in verification's one query (None: no end user).
     end_user_attributes: dict[str, Any] | None = None
+    #: When the API key that minted the token expires, ending it (None: never, or no key).
+    key_expires_at: datetime | None = None
     variables: dict[str, Any] = field(init=False, compare=False)
     variable_sources: dict[str, str] = field(init=False, compare=False)
 

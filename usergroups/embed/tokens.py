@@ -6,7 +6,7 @@ Verification checks everything a token says about itself (shape, size, ``kid``,
 the claims' types) before anything is read from the database: a forged, expired or
 malformed token costs no query. Whether what the token is bound to still holds (its
 workspace, group, key, end user, their generations, the denylist) is the caller's one
-query (:mod:`usergroups.services.embed`). Nothing is remembered between verifications.
+query (:mod:`usergroups.services.verification`, which also remembers answers).
 """
 
 import json
@@ -27,10 +27,10 @@ from usergroups.embed import keys
 MAX_TOKEN_BYTES = 4096
 #: The private claim holding the group's embed generation (see UserGroup.embed_generation).
 GENERATION_CLAIM = "gen"
-#: What else a token is bound to, each checked at verification (CONTRACT 6a and 7): its
-#: workspace's id and generation, its group's binding, the prefix of the API key that
-#: minted it (absent when host code minted it in-process, without a key), and, for a
-#: person, their binding and generation. None is a secret.
+#: What else a token is bound to, each checked at verification (CONTRACT 6a, 7 and 8a):
+#: its workspace's id and generation, its group's binding, the ``public_id`` of the API
+#: key that minted it (absent when host code minted it in-process, without a key), and,
+#: for a person, their binding and generation. None is a secret or any part of one.
 WORKSPACE_CLAIM = "wid"
 WORKSPACE_GENERATION_CLAIM = "wgen"
 BINDING_CLAIM = "bnd"
@@ -91,7 +91,7 @@ class Binding:
     workspace_generation: int
     group_binding: str
     group_generation: int
-    key_prefix: str | None = None
+    key_id: str | None = None
     end_user: EndUserBinding | None = None
 
 
@@ -161,8 +161,8 @@ def sign(
         WORKSPACE_GENERATION_CLAIM: binding.workspace_generation,
         BINDING_CLAIM: binding.group_binding,
     }
-    if binding.key_prefix is not None:
-        claims[KEY_CLAIM] = binding.key_prefix
+    if binding.key_id is not None:
+        claims[KEY_CLAIM] = binding.key_id
     if binding.end_user is not None:
         claims[END_USER_CLAIM] = binding.end_user.end_user_id
         claims[END_USER_BINDING_CLAIM] = binding.end_user.binding
@@ -276,12 +276,12 @@ def _binding(raw: dict[str, Any]) -> Binding:
             raise InvalidEmbedToken("claims")
         person = EndUserBinding(end_user_id, person_binding, person_generation)
     workspace, workspace_generation = raw[WORKSPACE_CLAIM], raw[WORKSPACE_GENERATION_CLAIM]
-    group_binding, key_prefix = raw[BINDING_CLAIM], raw.get(KEY_CLAIM)
+    group_binding, key_id = raw[BINDING_CLAIM], raw.get(KEY_CLAIM)
     if not (
         type(workspace) is int
         and type(workspace_generation) is int
         and isinstance(group_binding, str)
-        and isinstance(key_prefix, str | None)
+        and isinstance(key_id, str | None)
     ):
         raise InvalidEmbedToken("claims")
     return Binding(
@@ -289,6 +289,6 @@ def _binding(raw: dict[str, Any]) -> Binding:
         workspace_generation=workspace_generation,
         group_binding=group_binding,
         group_generation=raw[GENERATION_CLAIM],
-        key_prefix=key_prefix,
+        key_id=key_id,
         end_user=person,
     )

@@ -17,7 +17,7 @@ from django.db import router, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from usergroups import audit_context
+from usergroups import audit_context, read_model
 from usergroups.models import AuditEvent, Workspace
 from usergroups.services import outbox
 
@@ -136,12 +136,17 @@ def _event(
 def _insert(events: list[AuditEvent]) -> None:
     """The one place events are written (what follows every event, e.g. a webhook's
     outbox row, belongs here)."""
-    with transaction.atomic(using=router.db_for_write(AuditEvent), savepoint=False):
+    using = router.db_for_write(AuditEvent)
+    with transaction.atomic(using=using, savepoint=False):
         if len(events) == 1:
             events[0].save(force_insert=True)
         elif events:
             AuditEvent.objects.bulk_create(events)
         outbox.add_deliveries(events)  # webhooks: the outbox rows, in the same transaction
+        if any(event.action != EMBED_TOKEN_MINTED for event in events):
+            # Every change records an event (a mint alone changes nothing a read
+            # remembers): its answer waits until this process has heard the change.
+            transaction.on_commit(read_model.catch_up, using=using)
 
 
 def actions_under(prefix: str) -> list[str]:

@@ -1,20 +1,22 @@
-"""Embed tokens: minting, introspection, revocation, and the one query of verification.
+"""Embed tokens: minting, introspection, revocation.
 
-A token is bound to everything that can revoke it, and verification checks them all in
-one indexed query (:func:`usergroups.services.lineage.find_token_group`):
+A token is bound to everything that can revoke it, and verification
+(:mod:`usergroups.services.verification`) checks them all in one indexed query
+(:func:`usergroups.services.lineage.find_token_group`):
 
 - its group: ``team_id``, workspace, ``user_group_id`` and the random
   ``embed_binding`` fixed at the group's creation (an id handed out again never revives
   a token), and the group's ``embed_generation`` as minted;
 - its workspace's ``embed_generation`` (``{"all": true}``);
-- the API key that minted it, by prefix: revoked or deleted, its tokens die;
+- the API key that minted it, by its ``public_id``: revoked, expired, deleted or without
+  ``embed``, its tokens die;
 - its end user, if any: binding, ``embed_generation``, not disabled, not deleted;
 - the denylist of single revoked tokens (:class:`~usergroups.models.RevokedEmbedToken`),
   kept only until each token expires.
 
 Revoking on an axis advances a generation with one ``UPDATE ... + 1`` (or adds one
-denylist row), so every process refuses the older tokens at its next verification; no
-process remembers a verdict. A mint racing a revocation never yields a token that
+denylist row), so every process refuses the older tokens at its next verification (a
+process that remembers a grant forgets it when the write's notification arrives). A mint racing a revocation never yields a token that
 outlives it: the mint reads the generations before it signs, so a revocation that
 commits after that read leaves the token's generations behind; one that commits before
 it is seen by the read, and the token, minted after the revocation, rightly works.
@@ -41,7 +43,7 @@ from usergroups.embed.grant import EmbedGrant
 from usergroups.logs import get_logger
 from usergroups.models import EndUser, RevokedEmbedToken, UserGroup, Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import audit, end_users, lineage, statements
+from usergroups.services import audit, end_users, lineage, statements, verification
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import embed_tokens_revoked, send_on_commit
 
@@ -80,13 +82,18 @@ class EndUserSpec:
 
 
 class VariablesLocked(ValueError):
-    """``params`` or the end user's ``attributes`` of a mint would replace top-level keys
-    the group's lineage sets, and the minting key may not (it lacks ``write``).
-    ``clashes``: the mint's field (``"params"``, ``"end_user"``) -> the keys."""
+    """``params`` of a mint would replace top-level keys that the group's lineage or the
+    end user's stored attributes set, and the minting key may not (it lacks ``write``).
+    ``clashes``: the mint's field (``"params"``) -> the keys."""
 
     def __init__(self, clashes: dict[str, list[str]]):
         super().__init__(clashes)
         self.clashes = clashes
+
+
+class AttributesLocked(Exception):
+    """The end user's ``attributes`` of a mint differ from the person's stored ones (a new
+    person has none), and the minting key may not change them (it lacks ``write``)."""
 
 
 #: The largest generation a column holds (a 32-bit IntegerField on every database).
@@ -161,23 +168,35 @@ def group_to_mint(
     return group, person
 
 
-def _check_locked(
-    group: MintedGroup, params: Mapping[str, Any] | None, end_user: EndUserSpec | None
-) -> None:
-    """:class:`VariablesLocked` if ``params`` or the end user's given ``attributes`` set
-    a top-level key the group's lineage sets (one read of the lineage)."""
-    attributes = end_user.changes.get("attributes") if end_user is not None else None
-    if not params and not attributes:
-        return
-    record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
-    locked = set(record.computed_properties) if record is not None else set()
-    clashes = {
-        name: sorted(locked & set(given))
-        for name, given in (("params", params or {}), ("end_user", attributes or {}))
-        if locked & set(given)
-    }
-    if clashes:
-        raise VariablesLocked(clashes)
+def _within_grant(
+    group: MintedGroup,
+    person: end_users.EndUserRecord | None,
+    params: Mapping[str, Any] | None,
+    end_user: EndUserSpec | None,
+) -> EndUserSpec | None:
+    """What a mint by a key without ``write`` may do (contract 8a: its token grants at
+    most what the group's lineage and the writers with ``write`` allowed).
+
+    :class:`AttributesLocked` if the end user's given ``attributes`` differ from
+    ``person``'s stored ones (``person`` as read with the group; None: none yet), at no
+    query; :class:`VariablesLocked` if ``params`` set a top-level key that the lineage
+    or the person's stored attributes set, after one read of the lineage (only with
+    ``params``). The end user to put: without ``attributes``, which are the stored ones,
+    so that a writer's change made since ``person`` was read is not undone."""
+    if end_user is not None and "attributes" in end_user.changes:
+        changes = dict(end_user.changes)
+        if end_users.attributes_differ(person, changes.pop("attributes")):
+            raise AttributesLocked(end_user.end_user_id)
+        end_user = EndUserSpec(end_user.end_user_id, changes)
+    if params:
+        record = lineage.find_group(lineage.BY_TEAM_ID, group.team_id)
+        locked = set(record.computed_properties) if record is not None else set()
+        if person is not None:
+            locked |= set(person.attributes)
+        clashes = sorted(locked & set(params))
+        if clashes:
+            raise VariablesLocked({"params": clashes})
+    return end_user
 
 
 @sensitive_variables("token")
@@ -185,7 +204,7 @@ def mint_embed_token(
     workspace_id: int,
     provided_id: str,
     *,
-    key_prefix: str | None = None,
+    key_id: str | None = None,
     may_replace_variables: bool = True,
     end_user: EndUserSpec | None = None,
     exclusive: bool = False,
@@ -195,17 +214,20 @@ def mint_embed_token(
     params: Mapping[str, Any] | None = None,
 ) -> MintedToken | None:
     """A token for the workspace's group ``provided_id``, minted by the API key whose
-    prefix is ``key_prefix`` (None: host code, in-process: no key to revoke it by);
+    ``public_id`` is ``key_id`` (None: host code, in-process: no key to end it by);
     None if there is no such group.
 
     One read of the group's own row, with its workspace's generation and the end user.
-    ``params`` and the ``end_user``'s ``attributes`` may not replace a key the group's
-    lineage sets unless ``may_replace_variables``: :class:`VariablesLocked`, after one
-    more read. The API passes whether the key has ``write``; host code, which could
-    change the group anyway, may by default. ``end_user`` is created if missing, its
-    given fields that differ saved in one write (none when nothing differs); a disabled
-    one raises :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive``
-    (needs ``end_user``) revokes the person's earlier tokens, in any group.
+    Unless ``may_replace_variables``, the mint grants no more than the group's lineage
+    and the person's stored attributes allow: the ``end_user``'s ``attributes`` may not
+    differ from the stored ones (:class:`AttributesLocked`), and ``params`` may not
+    replace a key the lineage or the person sets (:class:`VariablesLocked`, after one
+    more read); nothing is written then. The API passes whether the key has ``write``;
+    host code, which could change the group and the person anyway, may by default.
+    ``end_user`` is created if missing, its given fields that differ saved in one write
+    (none when nothing differs); a disabled one raises
+    :class:`~usergroups.services.end_users.EndUserDisabled`. ``exclusive`` (needs
+    ``end_user``) revokes the person's earlier tokens, in any group.
 
     Writes its audit event (one INSERT).
     ``origin`` must be normalized (:func:`usergroups.embed.origins.normalize_origin`);
@@ -220,7 +242,7 @@ def mint_embed_token(
         return None
     group, known_person = found
     if not may_replace_variables:
-        _check_locked(group, params, end_user)
+        end_user = _within_grant(group, known_person, params, end_user)
     seconds = expires_in if expires_in is not None else usergroups_settings.EMBED_TOKEN_SECONDS
     issued_at = int(timezone.now().timestamp())
 
@@ -230,7 +252,7 @@ def mint_embed_token(
             workspace_generation=group.workspace_generation,
             group_binding=group.embed_binding,
             group_generation=group.embed_generation,
-            key_prefix=key_prefix,
+            key_id=key_id,
             end_user=person,
         )
         return tokens.sign(
@@ -298,29 +320,15 @@ def mint_embed_token(
     return MintedToken(token, seconds, expires_at, group, person)
 
 
-def current_grant(claims: tokens.Claims) -> EmbedGrant | None:
-    """The grant of verified ``claims`` if everything the token is bound to still holds
-    (see the module's docstring): one indexed query, with what the group inherits at
-    any depth and the end user's attributes."""
-    found = lineage.find_token_group(claims)
-    if found is None:
-        return None
-    group, attributes = found
-    return EmbedGrant(group, claims, attributes)
-
-
 @sensitive_variables("token")
 def introspect(workspace_id: int, token: object) -> EmbedGrant | None:
     """The grant of ``token`` if it is active for this workspace, else None (expired,
     forged, malformed, revoked, its group deleted, or another workspace's)."""
     try:
-        claims = tokens.verify(token)
+        grant = verification.grant_of(token)
     except tokens.InvalidEmbedToken:
         return None
-    grant = current_grant(claims)
-    if grant is None or grant.group.workspace_id != workspace_id:
-        return None
-    return grant
+    return grant if grant.group.workspace_id == workspace_id else None
 
 
 def revoke_embed_tokens(group: UserGroup | GroupRecord | int) -> GroupRecord | None:

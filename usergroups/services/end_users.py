@@ -103,6 +103,12 @@ def _same_json(a: Any, b: Any) -> bool:
     return canonical(a) == canonical(b)
 
 
+def attributes_differ(found: EndUserRecord | None, attributes: dict[str, Any]) -> bool:
+    """Whether setting ``attributes`` would change those of ``found`` (None: a person
+    not created yet, whose attributes would be ``{}``)."""
+    return not _same_json(found.attributes if found is not None else {}, attributes)
+
+
 def _differing(row: EndUser | EndUserRecord, changes: dict[str, Any]) -> list[str]:
     """The fields of ``changes`` whose value differs from the row's."""
     differing = []

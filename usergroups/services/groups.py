@@ -18,17 +18,17 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, router, transaction
 from django.db.models import F, QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto, scopes
+from usergroups import crypto, read_model, scopes
 from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.models import SchemaMapping, UserGroup
-from usergroups.records import RECORD_FIELDS, Ancestor, GroupRecord
+from usergroups.records import Ancestor, GroupRecord
 from usergroups.services import audit, hierarchy, lineage
 from usergroups.services.hierarchy import InvalidParent
 from usergroups.services.retry import retry_on_deadlock
@@ -63,8 +63,14 @@ def _atomic() -> transaction.Atomic:
 
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
-    """The group of ``provided_id`` in the workspace, or None: one query at any depth."""
-    return lineage.find_group(lineage.BY_PROVIDED_ID, workspace_id, provided_id)
+    """The group of ``provided_id`` in the workspace, or None: one query at any depth,
+    none on PostgreSQL for a group found before (:mod:`usergroups.read_model`)."""
+    return read_model.remember(
+        ("user group", workspace_id, provided_id),
+        lambda: lineage.find_group(lineage.BY_PROVIDED_ID, workspace_id, provided_id),
+        lambda found: found.workspace_id,
+        using=router.db_for_read(UserGroup),
+    )
 
 
 def _replace_mapping(group: UserGroup, mapping: dict[str, str]) -> None:
@@ -116,7 +122,7 @@ def create_group(
                 "parent_user_group_id": parent_user_group_id,
             },
         )
-    record = GroupRecord.from_model(group, mapping.items(), chain)
+    record = lineage.record_of(group, mapping.items(), chain)
     send_on_commit(group_created, group=record)
     logger.info("Created user group team_id=%s in workspace %s", record.team_id, workspace_id)
     return record
@@ -187,29 +193,27 @@ def read_race_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The winner of a lost insert race, read with a locking read, which sees the latest
     committed row even inside a REPEATABLE READ transaction (MySQL, MariaDB). None if
     the winner is gone again (deleted, or renamed)."""
-    using = router.db_for_write(UserGroup)
-    # PostgreSQL refuses to lock the nullable side of an outer join: lock the group's row.
-    of = ("self",) if connections[using].features.has_select_for_update_of else ()
     with _atomic():
-        rows = list(
-            UserGroup.objects.select_for_update(of=of)
+        group = (
+            UserGroup.objects.select_for_update()
             .filter(workspace_id=workspace_id, provided_id=provided_id)
             .order_by()
-            .values_list(*RECORD_FIELDS, "mappings__schema_id", "mappings__data_source_id")
+            .first()
         )
-        if not rows:
+        if group is None:
             return None
-        values = rows[0][: len(RECORD_FIELDS)]
-        pairs = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
-        parent_id = values[RECORD_FIELDS.index("parent_id")]
-        if parent_id is None:
-            return GroupRecord.from_values(values, pairs)
-        chain = lineage.ancestors_of([parent_id]).get(parent_id)
-        # No chain: the parent went with the group's deletion meanwhile; gone, as a 404 says.
-        return GroupRecord.from_values(values, pairs, chain) if chain else None
+        pairs = list(
+            SchemaMapping.objects.select_for_update()
+            .filter(group=group)
+            .order_by()
+            .values_list("schema_id", "data_source_id")
+        )
+        try:
+            return lineage.record_with_parent(group, pairs)
+        except ValueError:  # the parent went with the group's deletion meanwhile: a 404
+            return None
 
 
-@sensitive_variables("current_token")
 def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
     """Give the group holding ``current_token`` a new token; None if no group holds it.
 
@@ -566,25 +570,11 @@ def list_groups(
 
 
 def _records(groups: QuerySet[UserGroup]) -> list[GroupRecord]:
-    """The records of ``groups``, in their order: at most three queries, whatever their
-    number and depth."""
-    rows = list(groups.values_list(*RECORD_FIELDS))
-    if not rows:
-        return []
-    mappings: dict[int, list[tuple[str, str]]] = {row[0]: [] for row in rows}
-    pairs = SchemaMapping.objects.filter(group_id__in=list(mappings)).values_list(
-        "group_id", "schema_id", "data_source_id"
-    )
-    for team_id, schema_id, source in pairs:
-        mappings[team_id].append((schema_id, source))
-    parent = RECORD_FIELDS.index("parent_id")
-    chains = lineage.ancestors_of(row[parent] for row in rows if row[parent] is not None)
-    return [
-        GroupRecord.from_values(
-            row, mappings[row[0]], chains[row[parent]] if row[parent] is not None else ()
-        )
-        for row in rows
-    ]
+    """The records of ``groups``, in their order: two queries (their ids, then the walk
+    of them all), whatever their number and depth."""
+    ids = list(groups.values_list("team_id", flat=True))
+    records = lineage.find_groups(ids)
+    return [records[team_id] for team_id in ids if team_id in records]
 
 
 def reseal_tokens() -> tuple[int, int]:

@@ -14,7 +14,7 @@ from django.db import router, transaction
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto
+from usergroups import crypto, read_model
 from usergroups.logs import get_logger
 from usergroups.models import APIKey
 from usergroups.scopes import SCOPES, field_name
@@ -65,20 +65,32 @@ def find_api_key(key: str) -> APIKey | None:
     The row is found by the key's full digest, never by its prefix: a lookup by prefix
     answers measurably slower when the prefix exists (a row is read, then its digest
     compared), which tells an attacker which prefixes are real. Every well-formed key
-    costs the same single indexed query, whatever its first characters.
+    costs the same single indexed query, whatever its first characters; on PostgreSQL a
+    key found before costs none (:mod:`usergroups.read_model`; the row is then shared by
+    the process's requests until its workspace changes).
     """
     if not crypto.looks_like_api_key(key):
         return None
     key_digest = crypto.digest(key)
-    try:
-        row = APIKey.objects.get(digest=key_digest)  # unique: no ORDER BY, as .first() adds
-    except APIKey.DoesNotExist:
-        return None
+    row = read_model.remember(
+        ("api key", key_digest),
+        lambda: _key_row(key_digest),
+        lambda found: found.workspace_id,
+        using=router.db_for_read(APIKey),
+    )
     # The database matched the digest already; comparing again, in constant time, keeps a
     # lenient collation (MariaDB's are case- and pad-insensitive) from accepting a near match.
-    if not hmac.compare_digest(row.digest, key_digest):
+    if row is None or not hmac.compare_digest(row.digest, key_digest):
         return None
     return row
+
+
+@sensitive_variables("prefix_or_key")
+def _key_row(key_digest: str) -> APIKey | None:
+    try:
+        return APIKey.objects.get(digest=key_digest)  # unique: no ORDER BY, as .first() adds
+    except APIKey.DoesNotExist:
+        return None
 
 
 @sensitive_variables("prefix_or_key")
