@@ -10,6 +10,7 @@ serializer, each operation's words, and a body on GET and DELETE. Under OpenAPI 
 ``propertyNames``, ``dependentRequired``, ``if``/``then``).
 """
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -284,16 +285,9 @@ def optional(field: type[serializers.Field], **kwargs: Any) -> serializers.Field
 
 # Operations ---------------------------------------------------------------------------------
 
-#: Operations whose query string stands in for a body that is not sent.
-QUERY_FALLBACK = (
-    "The body, or, for a client that cannot send a body with GET, no body and the same "
-    "fields in the query string (`mapping` and `properties` as JSON text); a query string "
-    "beside a body is not read."
-)
 ANSWER_GROUP = answer("UserGroupAnswer", user_group=api.UserGroupSerializer())
 ANSWER_END_USER = answer("EndUserAnswer", end_user=people.EndUserSerializer())
 NO_END_USER = "`not_found`: no end user of this workspace has this id."
-NO_GROUP = "`not_found`: no group of this workspace has this id."
 PAGE = {"total_count": serializers.IntegerField(min_value=0),
         "page": serializers.IntegerField(min_value=1)}  # fmt: skip
 
@@ -301,7 +295,6 @@ PAGE = {"total_count": serializers.IntegerField(min_value=0),
 def operation(
     operation_id: str,
     summary: str,
-    description: str,
     answer: serializers.Serializer | None,
     responses: dict[int, OpenApiResponse],
     *,
@@ -309,22 +302,18 @@ def operation(
     parameters: list[Any] | None = None,
     scopes: list[str] | None = None,
 ) -> Schema:
-    return {"operation_id": operation_id, "summary": summary, "description": description,
-            "request": request, "parameters": parameters or [], "scopes": scopes,
+    return {"operation_id": operation_id, "summary": summary, "request": request,
+            "parameters": parameters or [], "scopes": scopes,
             "responses": {200: OpenApiResponse(answer, "Succeeded."), **responses}}  # fmt: skip
 
 
-#: Per view (dotted name) and method: what :func:`extend_schema` says of the operation.
-#: ``x-scopes`` come from the view's ``required_scopes`` unless given here.
+#: Per view (dotted name) and method: what :func:`extend_schema` says of the operation,
+#: beside the method's docstring (its description). ``x-scopes`` come from the view's
+#: ``required_scopes`` unless given here.
 OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.views.UserGroupView": {
         "GET": operation(
             "get_or_create_user_group", "Get or create a user group",
-            "Returns the group of `user_group_id`, creating it if unknown (`new_user_group` "
-            "says which). A known group is returned as stored, with the same token. Scope: "
-            "`read` to get an existing group, `write` to create one, checked after the body "
-            "is validated; a key without `write` creates nothing (403 naming `write`). "
-            + QUERY_FALLBACK,
             answer("GetOrCreateAnswer", new_user_group=serializers.BooleanField(),
                    user_group=api.UserGroupSerializer()),
             errors(*KEYED), request=api.GetOrCreateRequestSerializer,
@@ -334,21 +323,15 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
         ),
         "POST": operation(
             "rotate_user_group_token", "Rotate a user group token",
-            "Replaces the token; the old one stops working at once, and so does every embed "
-            "token minted for the group.",
             answer("RotateAnswer", user_group=api.RotatedGroupSerializer()),
             errors(*KEYED, 404), request=api.RotateRequestSerializer,
         ),
         "PUT": operation(
             "update_user_group", "Update a user group (extension)",
-            "Changes the group named by `user_group_id`: given fields replace stored ones. "
-            "The token does not change.",
             ANSWER_GROUP, errors(*KEYED, 404), request=api.UpdateRequestSerializer,
         ),
         "DELETE": operation(
             "delete_user_group", "Delete a user group (extension)",
-            "Deletes the group; its token and embed tokens stop working at once. With "
-            "`cascade`, its descendants go too, in one transaction.",
             answer("DeleteAnswer", user_group=api.NamedGroupSerializer(),
                    deleted_count=optional(serializers.IntegerField, min_value=1,
                                           help_text="Only with `cascade`: the groups deleted.")),
@@ -358,7 +341,6 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.views.UserGroupListView": {
         "GET": operation(
             "list_user_groups", "List user groups (extension)",
-            "The workspace's groups, oldest first, without tokens.",
             answer("ListAnswer", **PAGE, page_size=serializers.IntegerField(min_value=1),
                    user_groups=api.ListedGroupSerializer(many=True)),
             errors(*QUERIED), parameters=[api.ListQuerySerializer],
@@ -367,28 +349,19 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.EmbedTokenView": {
         "POST": operation(
             "mint_embed_token", "Mint an embed token",
-            f"A short-lived JWT (compact JWS, EdDSA or ES256, at most {MAX_TOKEN_BYTES} "
-            "bytes) for the browser, instead of the group token; one that would be larger is "
-            "400 naming what made it so. `end_user` names the person: created if missing. A "
-            "key without `write` grants no more than the lineage and the writers with `write` "
-            "allowed: its `end_user.attributes` must be the person's stored ones (403 "
-            "`permission_denied`, nothing written). Writes its audit event "
-            "(`embed_token.minted`, naming the token by its `jti`).",
             answer("MintAnswer", embed_token=serializers.CharField(max_length=MAX_TOKEN_BYTES),
                    expires_in=serializers.IntegerField(min_value=embed.MIN_EXPIRES_IN),
                    expires_at=serializers.DateTimeField(), user_group=api.NamedGroupSerializer()),
-            errors(*KEYED, 404, s404=NO_GROUP, s403=ERRORS[403][1] + " `end_user_disabled`: "
-                   "the person is disabled. Also `permission_denied`: a key without `write` "
-                   "sent `end_user.attributes` that differ from the person's."),
+            errors(*KEYED, 404, s404="`not_found`: no group of this workspace has this id.",
+                   s403=ERRORS[403][1] + " `end_user_disabled`: the person is disabled. Also "
+                   "`permission_denied`: a key without `write` sent `end_user.attributes` that "
+                   "differ from the person's."),
             request=embed.MintRequestSerializer,
         ),
     },
     "usergroups.api.embed_views.EmbedTokenIntrospectView": {
         "POST": operation(
             "introspect_embed_token", "Introspect an embed token",
-            "Whether the token is active for this workspace, and what it grants. An "
-            "expired, forged, malformed, revoked or another workspace's token, or one whose "
-            'group is deleted, is `{"success": 1, "active": false}` and nothing more.',
             answer(
                 "IntrospectAnswer", active=serializers.BooleanField(),
                 user_group=api.NamedGroupSerializer(required=False),
@@ -409,8 +382,6 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.EmbedTokenRevokeView": {
         "POST": operation(
             "revoke_embed_tokens", "Revoke embed tokens",
-            "Every embed token on the axis minted so far stops working at once, on every "
-            "process; the group token stays. Tokens minted afterwards work.",
             answer("RevokeAnswer", revoked=serializers.ChoiceField(
                        choices=list(embed.REVOCATION_AXES.values())),
                    user_group=optional(api.NamedGroupSerializer, help_text="Group axis only.")),
@@ -421,21 +392,17 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.end_user_views.EndUserView": {
         "PUT": operation(
             "put_end_user", "Create or change an end user",
-            "Creates the end user, or sets the given fields that differ (nothing is written "
-            "when none does). Disabling refuses the person's embed tokens.",
             answer("PutEndUserAnswer", created=serializers.BooleanField(),
                    end_user=people.EndUserSerializer()),
             errors(*KEYED), request=people.PutEndUserSerializer,
         ),
         "GET": operation(
-            "get_end_user", "Get an end user", "The end user `end_user_id`. " + QUERY_FALLBACK,
+            "get_end_user", "Get an end user",
             ANSWER_END_USER, errors(*KEYED, 404, s404=NO_END_USER),
             request=people.EndUserIdSerializer, parameters=[OpenApiParameter("end_user_id", str)],
         ),
         "DELETE": operation(
             "delete_end_user", "Delete an end user",
-            "Deletes the end user; their embed tokens stop working at once, and stay dead if "
-            "the same id is created again.",
             answer("DeleteEndUserAnswer", end_user=people.EndUserIdSerializer()),
             errors(*KEYED, 404, s404=NO_END_USER), request=people.EndUserIdSerializer,
         ),
@@ -443,7 +410,6 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.end_user_views.EndUserListView": {
         "GET": operation(
             "list_end_users", "List end users",
-            "The workspace's end users by `end_user_id` (code point order).",
             answer("EndUserListAnswer", **PAGE, limit=serializers.IntegerField(min_value=1),
                    end_users=people.EndUserSerializer(many=True)),
             errors(*QUERIED), parameters=[people.EndUserListQuerySerializer],
@@ -452,10 +418,6 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.audit_views.AuditEventListView": {
         "GET": operation(
             "list_audit_events", "List audit events",
-            "The workspace's audit trail, newest first: every change, mint and revocation, "
-            "who made it (`actor`), the request's `X-Request-ID`, what changed (`details`). "
-            "Filters combine; `since` is inclusive, `until` exclusive. Pages follow "
-            "`next_cursor` (send the same filters with it): none is skipped or repeated.",
             answer("AuditAnswer", events=audit.AuditEventSerializer(many=True),
                    next_cursor=serializers.CharField(allow_null=True, help_text="null on "
                                                      "the last page.")),
@@ -465,16 +427,11 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.webhook_views.WebhookView": {
         "POST": operation(
             "create_webhook", "Register a webhook",
-            "Every audit event of the workspace whose action one of `events` names is POSTed "
-            'to `url` as `{"type": action, "timestamp": at, "data": event}`, signed as '
-            "Standard Webhooks specifies, at least once. The signing secret is in this "
-            "answer only.",
             answer("CreateWebhookAnswer", webhook=webhook.NewWebhookSerializer()),
             errors(*KEYED), request=webhook.CreateWebhookSerializer,
         ),
         "DELETE": operation(
             "delete_webhook", "Delete a webhook",
-            "Deletes the webhook and its pending deliveries.",
             answer("WebhookAnswer", webhook=webhook.WebhookSerializer()),
             errors(*KEYED, 404, s404="`not_found`: no webhook of this workspace has this id."),
             request=webhook.WebhookIdSerializer,
@@ -483,7 +440,6 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.webhook_views.WebhookListView": {
         "GET": operation(
             "list_webhooks", "List webhooks",
-            "The workspace's webhooks, oldest first, never with their secrets.",
             answer("WebhookListAnswer", webhooks=webhook.WebhookSerializer(many=True)),
             errors(*QUERIED),
         ),
@@ -491,8 +447,6 @@ OPERATIONS: dict[str, dict[str, Schema]] = {
     "usergroups.api.embed_views.JWKSView": {
         "GET": operation(
             "embed_token_jwks", "The JWK Set of embed tokens",
-            "The public keys (RFC 7517) that verify current embed tokens, for any JOSE "
-            "library. Cacheable for 5 minutes. No API key needed.",
             shape("JWKSet", {"keys": serializers.ListField(child=shape("JWK", {
                 name: serializers.CharField(required=name != "y")
                 for name in ("kty", "crv", "x", "y", "kid", "alg", "use")}))}),
@@ -612,7 +566,7 @@ def _documented(view: type[APIView], operations: dict[str, Schema]) -> type[APIV
         handlers[method.lower()] = extend_schema(
             operation_id=spec["operation_id"],
             summary=spec["summary"],
-            description=spec["description"] + (f" Scope: {named}." if named else ""),
+            description=(inspect.getdoc(original) or "") + (f" Scope: {named}." if named else ""),
             request=spec["request"],
             responses=spec["responses"],
             parameters=spec["parameters"],
