@@ -3,9 +3,10 @@
 Loaded by the app only when drf-spectacular is installed (the ``openapi`` extra); it imports
 no view (targets are dotted names). The serializers carry what each field takes (their
 ``help_text``) and the rules across fields (:class:`~usergroups.api.serializers.
-RequestSerializer`); this module adds what drf-spectacular cannot read from them: the
-schemas of the app's own fields, the error envelope, the answers built outside a
-serializer, each operation's words, and a body on GET and DELETE. Under OpenAPI 3.1
+RequestSerializer`), the view methods their operation's description (their docstrings);
+this module adds what drf-spectacular cannot read from them: the schemas of the app's own
+fields, the error envelope, the answers built outside a serializer, each operation's id,
+summary and scopes, and a body on GET and DELETE. Under OpenAPI 3.1
 (``SPECTACULAR_SETTINGS["OAS_VERSION"]``) it also states what 3.0 cannot (``const``,
 ``propertyNames``, ``dependentRequired``, ``if``/``then``).
 """
