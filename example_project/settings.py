@@ -121,7 +121,9 @@ for _option in ("key_prefix", "timeout", "version"):
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+# The app's schema class: drf-spectacular's, and the answers of the app's authentication
+# classes on the site's own views (docs/host-views.md).
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "usergroups.api.openapi.UserGroupAutoSchema"}
 SPECTACULAR_SETTINGS = {
     "TITLE": "User group service",
     "DESCRIPTION": "Get or create user groups and rotate their tokens (django-usergroups).",
@@ -154,8 +156,9 @@ USERGROUPS = {
     "ROTATION_GRACE_SECONDS": env.int("USERGROUPS_ROTATION_GRACE_SECONDS", default=0),
     # e.g. "600/minute", counted in the default cache; empty: no throttling.
     "THROTTLE_RATE": env.str("USERGROUPS_THROTTLE_RATE", default="") or None,
-    # true in production: every mint must name the page's origin (check --deploy warns).
-    "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=False),
+    # Every mint must name the page's origin (check --deploy warns without): on in
+    # production unless said otherwise, off while debugging (the demo mints with one anyway).
+    "EMBED_REQUIRE_ORIGIN": env.bool("USERGROUPS_EMBED_REQUIRE_ORIGIN", default=not DEBUG),
     # http and private or loopback webhook URLs (the demo's receiver on 127.0.0.1): on
     # while debugging unless said otherwise, never in production by default.
     "WEBHOOK_ALLOW_PRIVATE": env.bool("DJANGO_WEBHOOK_ALLOW_PRIVATE", default=DEBUG),

@@ -4,6 +4,9 @@ import os
 import tempfile
 
 os.environ.setdefault("DJANGO_DEBUG", "false")
+# The example project requires an origin at every mint in production; the tests mint both
+# ways (tests/test_embed_host_views.py turns it on).
+os.environ.setdefault("USERGROUPS_EMBED_REQUIRE_ORIGIN", "false")
 os.environ.setdefault(
     "DJANGO_SECRET_KEY", "usergroups-tests-only-secret-key-0123456789abcdefghijklmnop"
 )

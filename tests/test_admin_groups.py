@@ -329,6 +329,8 @@ def test_rotation_goes_through_a_confirmation_and_the_old_token_is_refused(
     assert page.status_code == 200
     assert 'method="post"' in html and "csrfmiddlewaretoken" in html
     assert "Rotate the token of this user group?" in html
+    # What else ends: every open embedded dashboard of the group (its embed tokens).
+    assert "each open embedded dashboard of the group ends" in html
     assert UserGroup.objects.get(pk=group.pk).token == old  # GET changes nothing
 
     received = []

@@ -14,6 +14,7 @@ from django.urls import NoReverseMatch
 from django.utils import timezone
 
 from tests.support.admin import admin_url, staff_client
+from tests.support.factories import WorkspaceFactory
 from usergroups import audit_context
 from usergroups.models import AuditEvent, Workspace
 from usergroups.services import audit
@@ -101,6 +102,29 @@ def test_a_workspace_with_events_cannot_be_deleted_in_the_admin(admin_client, wo
     admin_client.post(url, {"post": "yes"})
     assert Workspace.objects.filter(pk=workspace.pk).exists()
     assert AuditEvent.objects.filter(workspace=workspace).count() == 1
+
+
+def test_the_delete_pages_say_why_a_workspace_with_events_is_kept(admin_client, workspace):
+    """Not only Django's "your account doesn't have permission to delete ... audit event":
+    the page says that events are kept, and what lets the workspace go."""
+    write(workspace.pk, 1)
+    page = admin_client.get(admin_url("workspace", "delete", workspace.pk)).content.decode()
+    bulk = admin_client.post(
+        admin_url("workspace", "changelist"),
+        {"action": "delete_selected", "_selected_action": [workspace.pk]},
+    ).content.decode()
+    for html in (page, bulk):
+        assert "doesn’t have permission to delete" in html or "permission to delete" in html
+        assert "Audit events are kept" in html and "prune_audit" in html
+    assert Workspace.objects.filter(pk=workspace.pk).exists()
+
+
+def test_a_workspace_without_events_is_deleted_without_the_note(admin_client):
+    empty = WorkspaceFactory()
+    page = admin_client.get(admin_url("workspace", "delete", empty.pk)).content.decode()
+    assert "Audit events are kept" not in page and "Are you sure" in page
+    admin_client.post(admin_url("workspace", "delete", empty.pk), {"post": "yes"})
+    assert not Workspace.objects.filter(pk=empty.pk).exists()
 
 
 # export_audit -------------------------------------------------------------------------------

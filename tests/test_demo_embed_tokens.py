@@ -579,3 +579,23 @@ def test_demo_people_are_end_users_of_the_demo_workspace(demo):
     assert anna.display_name == "Anna Schmidt" and anna.attributes == {"territory": ["DE"]}
     for group in DEMO_GROUPS:
         assert 2 <= len(people_of(group["user_group_id"])) <= 4
+
+
+def test_the_customer_backends_mints_and_sign_outs_are_recorded_under_its_name(client, demo):
+    """The page says its backend calls the services behind the API in the host's process:
+    the Activity panel (the audit trail) names it, not an anonymous ``system python``."""
+    from usergroups.models import AuditEvent
+
+    signed_in_token(client, "acme-eu", "dana.kowalski")
+    sign_out(client, "acme-eu", "dana.kowalski", HTTP_ACCEPT="application/json")
+    actors = {
+        (event.action, event.actor_type, event.actor_id)
+        for event in AuditEvent.objects.filter(action__startswith="embed_token.")
+    }
+    assert actors == {
+        ("embed_token.minted", "system", "demo customer backend"),
+        ("embed_token.revoked", "system", "demo customer backend"),
+    }
+    page = client.get(PAGE_URL + "?group=acme-eu").content.decode()
+    assert "by system demo customer backend" in page
+    assert "over HTTP" not in page

@@ -41,7 +41,6 @@ def production(**overrides: str) -> dict[str, str]:
         "DJANGO_HTTPS": "true",
         "DJANGO_SECRET_KEY": random_secret_key(),
         "DJANGO_ALLOWED_HOSTS": "example.com",
-        "USERGROUPS_EMBED_REQUIRE_ORIGIN": "true",
     }
     environment.update(overrides)
     return {key: value for key, value in environment.items() if value is not None}
@@ -67,9 +66,18 @@ def test_with_debug_the_deploy_check_fails():
 
 
 def test_embed_tokens_without_origin_fail_the_deploy_check():
-    done = run(DEPLOY_CHECK, **production(USERGROUPS_EMBED_REQUIRE_ORIGIN=None))
+    done = run(DEPLOY_CHECK, **production(USERGROUPS_EMBED_REQUIRE_ORIGIN="false"))
     assert done.returncode != 0
     assert "usergroups.W004" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("debug", "required"), [("false", True), ("true", False)])
+def test_an_origin_is_required_by_default_in_production_only(debug, required):
+    """As WEBHOOK_ALLOW_PRIVATE follows DJANGO_DEBUG: production needs no extra variable
+    to pass check --deploy (usergroups.W004), the demo under DEBUG mints either way."""
+    show = "from usergroups.conf import usergroups_settings as s; print(s.EMBED_REQUIRE_ORIGIN)"
+    done = run(["-c", f"import django; django.setup(); {show}"], **production(DJANGO_DEBUG=debug))
+    assert done.stdout.strip() == str(required), done.stderr
 
 
 def test_a_weak_secret_key_fails_the_deploy_check():

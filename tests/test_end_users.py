@@ -161,6 +161,10 @@ class TestGet:
         response = get(api_client, path=f"{URL}?end_user_id=ada")
         assert response.json() == {"success": 1, "end_user": person}
 
+    def test_an_empty_object_is_a_body_and_the_query_string_is_not_read(self, api_client, person):
+        response = get(api_client, {}, path=f"{URL}?end_user_id=ada")
+        assert_error(response, 400, "invalid", ["end_user_id"])
+
     def test_query_string_is_strict_utf8(self, api_client, person):
         response = get(api_client, path=f"{URL}?end_user_id=ad%E9")
         assert_error(response, 400, "invalid", ["end_user_id"])

@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.support.api import API_URL, GROUP_KEYS, client_for, get_or_create
+from tests.support.api import API_URL, GROUP_KEYS, assert_error, client_for, get_or_create
 from tests.support.db_state import database_unchanged, stored_state
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory
 from usergroups.models import SchemaMapping, UserGroup
@@ -356,6 +356,14 @@ def test_query_string_without_content_type(api_client):
 def test_query_string_name_defaults_to_the_id(api_client):
     group = created(get_or_create(api_client, b"", path=query(user_group_id="acme")))
     assert (group["name"], group["mapping"], group["properties"]) == ("acme", {}, None)
+
+
+def test_an_empty_object_is_a_body_and_the_query_string_is_not_read(api_client):
+    """The query string stands in for a body that was not sent, not for one that was: an
+    OpenAPI client's ``{}`` is the body's rules (the schema's "body or query string")."""
+    response = get_or_create(api_client, {}, path=query(user_group_id="from-query"))
+    assert_error(response, 400, "invalid", fields=["user_group_id"])
+    assert not UserGroup.objects.exists()
 
 
 def test_body_wins_over_the_query_string(api_client):

@@ -9,6 +9,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
 from usergroups.api.audit_views import AuditEventListView
+from usergroups.api.embed_serializers import REVOCATION_AXES
 from usergroups.api.embed_views import (
     EmbedTokenIntrospectView,
     EmbedTokenRevokeView,
@@ -16,7 +17,7 @@ from usergroups.api.embed_views import (
     JWKSView,
 )
 from usergroups.api.openapi import OPERATIONS
-from usergroups.api.views import UserGroupListView, UserGroupView
+from usergroups.api.views import UserGroupListView
 from usergroups.models import AuditEvent
 from usergroups.services import audit
 
@@ -205,14 +206,20 @@ def test_every_operation_names_its_scopes_and_describes_the_403(schema, path, me
     assert "permission_denied" in resolved(schema, error["properties"]["code"])["enum"]
 
 
-def test_the_documented_scopes_are_the_ones_the_views_check():
-    """x-scopes of PUT, DELETE, POST and the list are the scopes HasScope checks; GET of
-    /api/user, checked by the service, may need either of its two."""
-    for method, scope in UserGroupView.required_scopes.items():
-        assert OPERATIONS[VIEWS + "UserGroupView"][method]["scopes"] == [scope]
-    assert "GET" not in UserGroupView.required_scopes
-    listing = OPERATIONS[VIEWS + "UserGroupListView"]["GET"]
-    assert listing["scopes"] == [UserGroupListView.required_scopes["GET"]]
+def test_the_documented_scopes_are_the_ones_the_views_check(schema):
+    """x-scopes of every operation but get-or-create are the scopes HasScope checks (read
+    from the view); GET of /api/user, checked by the service, may need either of its two."""
+    from django.urls import resolve
+
+    for path, item in schema["paths"].items():
+        view = resolve(path).func.view_class
+        for method, described in item.items():
+            if (path, method) == ("/api/user", "get"):
+                assert "GET" not in view.required_scopes
+                assert described["x-scopes"] == ["read", "write"]
+            elif view is not JWKSView:
+                assert described["x-scopes"] == [view.required_scopes[method.upper()]]
+    assert UserGroupListView.required_scopes == {"GET": "read"}
 
 
 # Embed tokens (CONTRACT section 6) ---------------------------------------------------------
@@ -267,9 +274,11 @@ def test_the_mint_answer_and_request_are_the_contracts(schema):
 def test_the_revoke_request_takes_exactly_one_axis(schema):
     post = schema["paths"]["/api/user/embed-token/revoke"]["post"]
     request = body(schema, post)
-    assert request["oneOf"] == [
-        {"required": [name]} for name in ("user_group_id", "end_user_id", "embed_token", "all")
+    assert request["allOf"] == [
+        {"oneOf": [{"required": [name]} for name in REVOCATION_AXES]},
+        {"dependentRequired": {"subtree": ["user_group_id"]}},
     ]
+    assert post["requestBody"]["required"] is True
     assert request["properties"]["all"]["const"] is True
     assert set(answer(schema, post)["properties"]) == {"success", "revoked", "user_group"}
 
@@ -334,7 +343,9 @@ def test_the_error_envelope_is_one_component_used_by_every_failure(schema):
 
 def test_delete_takes_exactly_one_of_id_and_token(schema):
     request = body(schema, operation(schema, "delete"))
-    assert request["oneOf"] == [{"required": ["user_group_id"]}, {"required": ["current_token"]}]
+    assert request["allOf"] == [
+        {"oneOf": [{"required": ["user_group_id"]}, {"required": ["current_token"]}]}
+    ]
 
 
 def test_the_validators_rules_are_stated(schema):
@@ -433,9 +444,89 @@ def test_a_host_view_using_the_apps_authentication_is_documented_without_warning
         {"GroupTokenAuth": []},
         {"TokenAuth": []},
     ]
+    # Each authentication class says what it refuses, in the one 401.
+    refused = document["paths"]["/sales/"]["get"]["responses"]["401"]["description"]
+    assert "token_expired" in refused and "not a current group token" in refused
     schemes = document["components"]["securitySchemes"]
     assert schemes["GroupTokenAuth"]["description"].startswith("`GroupToken <group token>`")
     assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")
+
+
+def docs_host_views() -> list[type]:
+    """The views docs/host-views.md writes, each Python block run after the ones before it
+    (as a reader's views.py grows); ``urls.py`` blocks left out (they import ``mysite``)."""
+    from rest_framework.views import APIView
+
+    from tests.support import ROOT
+
+    page = (ROOT / "docs" / "host-views.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    namespace: dict = {"__name__": "docs_host_views"}
+    views = []
+    for block in blocks:
+        if block.startswith("# urls.py"):
+            continue
+        before = dict(namespace)
+        exec(block, namespace)  # the docs' own code, as written
+        views += [
+            value
+            for name, value in namespace.items()
+            if isinstance(value, type) and issubclass(value, APIView) and before.get(name) is not value
+            and value is not APIView
+        ]  # fmt: skip
+    return views
+
+
+def test_the_docs_host_views_are_described_without_errors_with_their_refusals(capsys):
+    """``manage.py spectacular`` over the host views the docs show: no "unable to guess
+    serializer", and the embed authentication's 401 and 403 in the app's Error shape."""
+    from django.urls import path
+
+    views = docs_host_views()
+    assert len(views) >= 4
+    capsys.readouterr()
+    document = SchemaGenerator(
+        patterns=[path(f"view{i}/", view.as_view()) for i, view in enumerate(views)]
+    ).get_schema(request=None, public=True)
+    validate_schema(document)
+    assert capsys.readouterr().err == ""
+    for item in document["paths"].values():
+        responses = item["get"]["responses"]
+        assert {"200", "401", "403"} <= set(responses)
+        assert responses["401"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/Error"
+        }
+        assert "token_expired" in responses["401"]["description"]
+        assert "origin_not_allowed" in responses["403"]["description"]
+    codes = document["components"]["schemas"]["ErrorCode"]["enum"]
+    assert {"token_expired", "origin_not_allowed"} <= set(codes)
+
+
+def test_the_error_codes_are_the_apps_exceptions_codes():
+    """The ErrorCode enum is every ``default_code`` the app's exceptions answer with."""
+    from rest_framework.exceptions import APIException
+
+    import usergroups.api.embed_views  # noqa: F401  (defines EndUserDisabled)
+    import usergroups.auth.embed  # noqa: F401
+    from usergroups.api.openapi import ERROR_CODES
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    ours = {
+        str(cls.default_code)
+        for cls in subclasses(APIException)
+        if cls.__module__.startswith("usergroups.") and "default_code" in vars(cls)
+    }
+    assert {"token_expired", "end_user_disabled", "conflict", "length_required"} <= ours
+    drf = {"parse_error", "invalid", "not_authenticated", "authentication_failed",
+           "permission_denied", "not_found", "method_not_allowed", "unsupported_media_type",
+           "throttled"}  # fmt: skip
+    assert ours - set(ERROR_CODES) == set()
+    assert drf <= set(ERROR_CODES)
+    assert len(ERROR_CODES) == len(set(ERROR_CODES))
 
 
 def test_a_host_on_openapi_3_0_gets_a_valid_schema_without_warnings(rf, capsys):
@@ -506,3 +597,30 @@ def test_the_webhook_operations_show_the_secret_only_when_made(schema):
     delete = schema["paths"]["/api/user/webhook"]["delete"]
     assert body(schema, delete)["required"] == ["webhook_id"]
     assert "404" in delete["responses"]
+
+
+@pytest.mark.parametrize("path", ["/api/user", "/api/user/end-user"])
+def test_a_get_takes_a_body_or_the_query_string(schema, path):
+    """The body is optional where the query string stands in for it (schemathesis' ST201:
+    a body marked required, yet the query-string form worked)."""
+    get = schema["paths"][path]["get"]
+    assert get["requestBody"]["required"] is False
+    assert "query string" in get["description"] and get["parameters"]
+    assert schema["paths"][path].get("delete", get)["requestBody"]["required"] is True
+
+
+def test_the_rules_no_schema_can_state_are_said_in_words(schema):
+    components = schema["components"]["schemas"]
+    for name in ("GetOrCreateRequest", "UpdateRequest"):
+        parent = components[name]["properties"]["parent_user_group_id"]
+        assert "400" in parent["description"] and "not 404" in parent["description"]
+    url = components["CreateWebhook"]["properties"]["url"]
+    assert "resolve" in url["description"]
+
+
+def test_the_mint_states_that_exclusive_needs_an_end_user(schema):
+    mint = schema["components"]["schemas"]["MintRequest"]
+    assert {
+        "if": {"properties": {"exclusive": {"const": True}}, "required": ["exclusive"]},
+        "then": {"required": ["end_user"]},
+    } in mint["allOf"]

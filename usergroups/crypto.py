@@ -36,7 +36,9 @@ RANDOM_BYTES = 32
 KEY_LOOKUP_LENGTH = len(KEY_PREFIX) + 8
 
 _KEY_SHAPE = re.compile(r"ugk_[A-Za-z0-9_-]{43}")
-_TOKEN_SHAPE = re.compile(r"ugt_[A-Za-z0-9_-]{43}")
+#: What a group token looks like (the OpenAPI description states it from here).
+GROUP_TOKEN_PATTERN = "ugt_[A-Za-z0-9_-]{43}"
+_TOKEN_SHAPE = re.compile(GROUP_TOKEN_PATTERN)
 _SEAL_SALT = "usergroups.crypto.seal_token"
 # Webhook signing secrets: Standard Webhooks' form, ``whsec_`` + standard base64 of the
 # key's bytes, sealed at rest like group tokens (with a salt of their own).

@@ -1,6 +1,8 @@
-"""Workspaces own API keys and user groups; user groups own schema mappings.
+"""Workspaces own API keys, user groups, end users, audit events and webhooks; user groups
+own schema mappings; a webhook has a delivery per event it gets; revoked embed tokens
+are remembered by their ``jti`` until they expire.
 
-Rows are written by :mod:`usergroups.services` (keys and groups), never here.
+Rows are written by :mod:`usergroups.services`, never here.
 """
 
 from typing import Any

@@ -50,6 +50,8 @@ def server_env(
         DJANGO_SECRET_KEY=LIVE_SECRET_KEY,
         DJANGO_DEBUG="false",
         DJANGO_ALLOWED_HOSTS=HOST,
+        # Production's default is true; the live tests mint with and without an origin.
+        USERGROUPS_EMBED_REQUIRE_ORIGIN="false",
         PYTHONUNBUFFERED="1",
     )
     env.update(overrides)

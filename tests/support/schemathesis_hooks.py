@@ -1,9 +1,10 @@
 """Schemathesis hooks for tests/test_fuzz.py's command-line run (``SCHEMATHESIS_HOOKS``).
 
-The schema states every rule of a request's shape. Some things that decide a request's
-fate are not shape, and no OpenAPI document can say them; these hooks make the
-generated data meet them (the last for invalid cases, the others for valid ones), so
-that a refusal of valid data, or an acceptance of invalid data, is a real finding:
+The schema states every rule of a request's shape, those across fields included (a
+revocation's one axis, ``subtree`` only with ``user_group_id``, ``exclusive`` only with
+``end_user``). Some things that decide a request's fate are not shape, and no OpenAPI
+document can say them; these hooks make the generated data meet them (for valid cases),
+so that a refusal of valid data, or an acceptance of invalid data, is a real finding:
 
 * ``parent_user_group_id`` must name a group that exists: the hooks name the one the
   test made (``USERGROUPS_FUZZ_PARENT``);
@@ -11,13 +12,12 @@ that a refusal of valid data, or an acceptance of invalid data, is a real findin
 * JSON Schema counts ``60.0`` as an integer; the API, strict about types, does not
   (CONTRACT: integers are integers): the hooks send integral numbers as integers;
 * a revocation's ``embed_token`` must be a live token (one the hooks cannot make): such
-  a case revokes the test's group instead; a revocation names one axis, ``subtree`` goes
-  with ``user_group_id``, and a mint's ``exclusive`` with ``end_user`` (a schema cannot
-  say "only with");
+  a case revokes the test's group instead;
 * the parent every case names must survive the run: a case naming it as its own
   ``user_group_id`` names another id;
-* for an invalid case of an operation whose query string stands in for a missing body,
-  the query string is left out (it would make the case valid).
+* an operation whose query string stands in for a body not sent needs its id in one of
+  the two (a rule across locations): a valid case without a body gets the query string
+  of one.
 * the audit list's ``cursor`` is one the server made (``next_cursor``), and ``until``
   may not be before ``since``: the hooks leave the cursor out and put the two in order;
 * a webhook's ``url`` must resolve to a public address (the server resolves it): the
@@ -31,6 +31,7 @@ from typing import Any
 
 import schemathesis
 from schemathesis import GenerationMode
+from schemathesis.core import NOT_SET
 
 _unique = itertools.count()
 INTEGER_FIELDS = ("expires_in",)
@@ -46,9 +47,9 @@ def _integers(value: Any) -> Any:
     return value
 
 
-#: Operations whose query string stands in for a missing body (CONTRACT section 3).
-QUERY_FALLBACK_PATHS = ("/api/user", "/api/user/end-user")
-REVOCATION_AXES = ("user_group_id", "end_user_id", "embed_token", "all")
+#: Operations whose query string stands in for a body not sent (CONTRACT section 3), and
+#: the field it must then give.
+QUERY_FALLBACK = {"/api/user": "user_group_id", "/api/user/end-user": "end_user_id"}
 
 
 @schemathesis.hook
@@ -57,11 +58,9 @@ def map_case(context: Any, case: Any) -> Any:
     if meta is None:
         return case
     if meta.generation.mode is not GenerationMode.POSITIVE:
-        missing = not (isinstance(case.body, dict) and case.body)
-        if case.path in QUERY_FALLBACK_PATHS and missing and case.query:
-            # No body: the query string would stand in for it and make the case valid;
-            # without it the case is the invalid one generated.
-            case.query = {}
+        return case
+    if case.path in QUERY_FALLBACK and case.method == "GET" and case.body is NOT_SET:
+        case.query = {QUERY_FALLBACK[case.path]: f"fuzz-query-{next(_unique)}"}
         return case
     if isinstance(case.query, dict) and ("cursor" in case.query or "until" in case.query):
         case.query = _audit_query(case.query)
@@ -74,17 +73,8 @@ def map_case(context: Any, case: Any) -> Any:
         # Never the parent itself (a value seen in answers may be generated again): a
         # GET of it would feed its id to links that move or delete it.
         body["user_group_id"] = f"{parent}~other"
-    if case.path.endswith("/embed-token/revoke"):
-        axes = [name for name in REVOCATION_AXES if name in body]
-        if "embed_token" in body or not axes:
-            body = {"user_group_id": parent}
-        else:
-            kept = {axes[0]: body[axes[0]]}
-            if axes[0] == "user_group_id" and "subtree" in body:
-                kept["subtree"] = body["subtree"]
-            body = kept
-    if body.get("exclusive") and "end_user" not in body:
-        body["exclusive"] = False
+    if case.path.endswith("/embed-token/revoke") and "embed_token" in body:
+        body = {"user_group_id": parent}
     if body.get("parent_user_group_id") is not None:
         body["parent_user_group_id"] = parent
     if isinstance(body.get("url"), str) and "events" in body:

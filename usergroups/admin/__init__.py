@@ -1,4 +1,8 @@
-"""The Django admin of django-usergroups: one module per model."""
+"""The Django admin of django-usergroups: one module per model (:mod:`.workspaces`,
+:mod:`.keys`, :mod:`.groups`, :mod:`.end_users`, :mod:`.audit`, :mod:`.webhooks`), one per
+confirmed action (:mod:`.rotation`, :mod:`.key_rotation`, :mod:`.revocation`,
+:mod:`.embed_revocation`), the forms (:mod:`.forms`) and what the pages share
+(:mod:`.common`)."""
 
 from usergroups.admin.audit import AuditEventAdmin
 from usergroups.admin.end_users import EndUserAdmin

@@ -59,6 +59,11 @@ class TokenRotationMixin(RotationBase):
         return [
             gettext("A new token is made at once.") + " " + self._old_token_note(),
             gettext(
+                "Every embed token minted for the group so far is revoked too: each open "
+                "embedded dashboard of the group ends at its next request, until its page "
+                "mints a new token."
+            ),
+            gettext(
                 "Pages that embed dashboards with the old token need the new one: get it with "
                 "GET /api/user, or here."
             ),

@@ -27,6 +27,11 @@ class WorkspaceAdmin(ActsAsStaff, OfferedLookupsOnly, WorkspaceAdminBase):
     search_help_text = _("Search by slug or name.")
     list_filter = ["created_at"]
     prepopulated_fields = {"slug": ["name"]}
+    # Django's pages, saying why a workspace with audit events is not deleted.
+    delete_confirmation_template = "usergroups/admin/workspace/delete_confirmation.html"
+    delete_selected_confirmation_template = (
+        "usergroups/admin/workspace/delete_selected_confirmation.html"
+    )
     readonly_fields = ["created", "group_count", "active_key_count"]
     fieldsets = [
         (

@@ -91,13 +91,18 @@ class CursorField(serializers.Field):
 class AuditQuerySerializer(serializers.Serializer):
     """The filters and page of ``GET /api/user/audit`` (its query string)."""
 
-    action = ActionPrefixField(required=False)
+    action = ActionPrefixField(
+        required=False,
+        help_text="A dotted prefix of actions: `user_group`, `user_group.created`.",
+    )
     user_group_id = StrictCharField(required=False)
     end_user_id = StrictCharField(required=False)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
     limit = serializers.IntegerField(min_value=1, max_value=200, default=50)
-    cursor = CursorField(required=False)
+    cursor = CursorField(
+        required=False, help_text="The `next_cursor` of an earlier answer (opaque)."
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         since: datetime | None = attrs.get("since")

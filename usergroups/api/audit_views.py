@@ -21,6 +21,10 @@ class AuditEventListView(WorkspaceAPIView):
     required_scopes = {"GET": scopes.READ}
 
     def get(self, request: Request) -> Response:
+        """The workspace's audit trail, newest first: every change, mint and revocation, who made
+        it (`actor`), the request's `X-Request-ID`, what changed (`details`). Filters combine;
+        `since` is inclusive, `until` exclusive. Pages follow `next_cursor` (send the same filters
+        with it): none is skipped or repeated."""
         workspace = workspace_id(request)
         query = AuditQuerySerializer(
             data=query_params(request), context={"workspace_id": workspace}

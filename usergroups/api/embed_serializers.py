@@ -13,6 +13,7 @@ from rest_framework import serializers
 from usergroups.api.serializers import (
     NamedGroupSerializer,
     PropertiesField,
+    RequestSerializer,
     StrictBooleanField,
     StrictCharField,
     TokenRequestSerializer,
@@ -62,6 +63,8 @@ class ExpiresInField(serializers.Field):
 
 
 class ParamsField(serializers.Field):
+    """Locked variables: the rules of properties, at most MAX_PARAMS_BYTES."""
+
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         try:
             return validate_properties(data, max_bytes=MAX_PARAMS_BYTES)
@@ -73,32 +76,49 @@ class MintEndUserSerializer(serializers.Serializer):
     """The mint's ``end_user``: the rules of ``end_user_id`` and of an end user's fields
     (``PUT /api/user/end-user``)."""
 
-    id = StrictCharField()
+    id = StrictCharField(help_text="The end user's id: created if missing.")
     display_name = StrictCharField(required=False, allow_blank=True)
     attributes = PropertiesField(required=False)
 
 
-class MintRequestSerializer(serializers.Serializer):
+class MintRequestSerializer(RequestSerializer):
+    """The token to mint: for which group and person, for what, where and how long."""
+
+    true_needs = {"exclusive": "end_user"}
+
     user_group_id = StrictCharField()
-    resource = StrictCharField(required=False)
-    origin = OriginField(required=False)
-    expires_in = ExpiresInField(required=False)
-    params = ParamsField(required=False)
+    resource = StrictCharField(
+        required=False, help_text="What is embedded (a dashboard id): a host view may demand it."
+    )
+    origin = OriginField(
+        required=False,
+        help_text="The web origin `http(s)://host[:port]` the token is locked to, nothing "
+        "after it; kept lowercased, without the scheme's default port. A token minted "
+        "without one is valid from any origin (required when EMBED_REQUIRE_ORIGIN is set).",
+    )
+    expires_in = ExpiresInField(
+        required=False,
+        help_text="Seconds the token lives, up to EMBED_TOKEN_MAX_SECONDS; default "
+        "EMBED_TOKEN_SECONDS.",
+    )
+    params = ParamsField(
+        required=False,
+        help_text="Locked variables laid over the group's computed properties and the end "
+        "user's attributes; may not replace a top-level key they set unless the key also "
+        "has `write` (400 naming `params`).",
+    )
     end_user = MintEndUserSerializer(required=False)
-    exclusive = StrictBooleanField(required=False, default=False)
+    exclusive = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Needs `end_user`: revokes the person's earlier tokens in every group.",
+    )
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Read per request, as every setting is: override_settings applies at once.
         fields = super().get_fields()
         fields["origin"].required = usergroups_settings.EMBED_REQUIRE_ORIGIN
         return fields
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("exclusive") and "end_user" not in attrs:
-            raise serializers.ValidationError(
-                {"exclusive": [_("An exclusive token needs an end_user.")]}
-            )
-        return attrs
 
     def end_user_spec(self) -> EndUserSpec | None:
         """The validated ``end_user`` as the mint service takes it."""
@@ -122,7 +142,11 @@ class EmbedTokenField(serializers.Field):
 
 
 class EmbedTokenRequestSerializer(TokenRequestSerializer):
-    embed_token = EmbedTokenField()
+    """The embed token to judge."""
+
+    embed_token = EmbedTokenField(
+        help_text="Any string: a malformed or expired one is just inactive."
+    )
 
 
 class TrueField(StrictBooleanField):
@@ -143,26 +167,25 @@ REVOCATION_AXES = {
 }
 
 
-class RevokeRequestSerializer(serializers.Serializer):
-    """Exactly one axis: a group (``subtree``: and its descendants), an end user, one
-    token, or the whole workspace."""
+class RevokeRequestSerializer(RequestSerializer):
+    """What to revoke: exactly one axis."""
 
-    user_group_id = StrictCharField(required=False)
-    subtree = StrictBooleanField(required=False)
-    end_user_id = StrictCharField(required=False)
-    embed_token = EmbedTokenField(required=False)
-    all = TrueField(required=False)
+    exactly_one_of = tuple(REVOCATION_AXES)
+    only_with = {"subtree": "user_group_id"}
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        given = [name for name in REVOCATION_AXES if name in attrs]
-        if len(given) != 1:
-            message = _("Give exactly one of user_group_id, end_user_id, embed_token and all.")
-            raise serializers.ValidationError(
-                {name: [message] for name in given or REVOCATION_AXES}
-            )
-        if "subtree" in attrs and "user_group_id" not in attrs:
-            raise serializers.ValidationError({"subtree": [_("Goes with user_group_id only.")]})
-        return attrs
+    user_group_id = StrictCharField(required=False, help_text="A group's tokens.")
+    subtree = StrictBooleanField(
+        required=False, help_text="With `user_group_id` only: its descendants' tokens too."
+    )
+    end_user_id = StrictCharField(
+        required=False, help_text="The person's tokens, in every group of the workspace."
+    )
+    embed_token = EmbedTokenField(
+        required=False,
+        help_text="That one token; one that is not a live token of this workspace is 400 "
+        "`invalid` naming it.",
+    )
+    all = TrueField(required=False, help_text="Every token of the workspace.")
 
     @property
     def axis(self) -> str:

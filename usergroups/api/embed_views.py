@@ -54,6 +54,12 @@ class EmbedTokenView(EmbedScopeView):
 
     @sensitive_variables("minted")
     def post(self, request: Request) -> Response:
+        """A short-lived JWT (compact JWS, EdDSA or ES256) for the browser, instead of the group
+        token; one that would be larger than its limit is 400 naming what made it so. `end_user`
+        names the person: created if missing. A key without `write` grants no more than the
+        lineage and the writers with `write` allowed: its `end_user.attributes` must be the
+        person's stored ones (403 `permission_denied`, nothing written). Writes its audit event
+        (`embed_token.minted`, naming the token by its `jti`)."""
         serializer = MintRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data, api_key = serializer.validated_data, request_key(request)
@@ -102,6 +108,9 @@ class EmbedTokenIntrospectView(EmbedScopeView):
     """POST: whether an embed token is active for this workspace, and what it grants."""
 
     def post(self, request: Request) -> Response:
+        """Whether the token is active for this workspace, and what it grants. An expired, forged,
+        malformed, revoked or another workspace's token, or one whose group is deleted, is
+        `{"success": 1, "active": false}` and nothing more."""
         serializer = EmbedTokenRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         grant = embed.introspect(workspace_id(request), serializer.validated_data["embed_token"])
@@ -115,6 +124,8 @@ class EmbedTokenRevokeView(EmbedScopeView):
     every group, one token, or the whole workspace."""
 
     def post(self, request: Request) -> Response:
+        """Every embed token on the axis minted so far stops working at once, on every process;
+        the group token stays. Tokens minted afterwards work."""
         serializer = RevokeRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data, axis, workspace = serializer.validated_data, serializer.axis, workspace_id(request)
@@ -148,6 +159,8 @@ class JWKSView(WorkspaceAPIView):
     permission_classes = [AllowAny]
 
     def get(self, request: Request) -> Response:
+        """The public keys (RFC 7517) that verify current embed tokens, for any JOSE library.
+        Cacheable for 5 minutes. No API key needed."""
         response = Response(keys.jwk_set())
         response["Cache-Control"] = f"public, max-age={JWKS_MAX_AGE}"
         return response

@@ -19,7 +19,7 @@ from usergroups.api.end_user_serializers import (
     PutEndUserSerializer,
 )
 from usergroups.api.querystring import query_params
-from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.api.views import WorkspaceAPIView, sent_no_body, workspace_id
 from usergroups.services import end_users
 
 NOT_FOUND = _("No end user of this workspace has this id.")
@@ -27,7 +27,7 @@ NOT_FOUND = _("No end user of this workspace has this id.")
 
 def read_input(request: Request) -> Any:
     """The body, or the query string for clients that cannot send a body with GET."""
-    if request.data:
+    if not sent_no_body(request):
         return request.data
     params = query_params(request)
     return {name: params[name] for name in params} if params else request.data
@@ -40,6 +40,9 @@ class EndUserView(WorkspaceAPIView):
     required_scopes = {"GET": scopes.READ, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
 
     def get(self, request: Request) -> Response:
+        """The end user `end_user_id`. The body, or, for a client that cannot send a body with
+        GET, no body and `end_user_id` in the query string; a query string beside a body is not
+        read."""
         serializer = EndUserIdSerializer(data=read_input(request))
         serializer.is_valid(raise_exception=True)
         found = end_users.find_end_user(
@@ -50,6 +53,8 @@ class EndUserView(WorkspaceAPIView):
         return Response({"success": 1, "end_user": EndUserSerializer(found).data})
 
     def put(self, request: Request) -> Response:
+        """Creates the end user, or sets the given fields that differ (nothing is written when
+        none does). Disabling refuses the person's embed tokens."""
         serializer = PutEndUserSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         end_user, created = end_users.put_end_user(
@@ -60,6 +65,8 @@ class EndUserView(WorkspaceAPIView):
         )
 
     def delete(self, request: Request) -> Response:
+        """Deletes the end user; their embed tokens stop working at once, and stay dead if the
+        same id is created again."""
         serializer = EndUserIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deleted = end_users.delete_end_user(
@@ -77,6 +84,7 @@ class EndUserListView(WorkspaceAPIView):
     required_scopes = {"GET": scopes.READ}
 
     def get(self, request: Request) -> Response:
+        """The workspace's end users by `end_user_id` (code point order)."""
         query = EndUserListQuerySerializer(data=query_params(request))
         query.is_valid(raise_exception=True)
         page, limit = query.validated_data["page"], query.validated_data["limit"]

@@ -31,6 +31,8 @@ class StrictCharField(serializers.CharField):
 
 
 class MappingField(serializers.Field):
+    """Schema id to data source id (:func:`usergroups.validators.validate_mapping`)."""
+
     def to_internal_value(self, data: Any) -> dict[str, str]:
         return validate_mapping(data)
 
@@ -39,6 +41,8 @@ class MappingField(serializers.Field):
 
 
 class PropertiesField(serializers.Field):
+    """A JSON object within the size and depth limits (``validate_properties``)."""
+
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         return validate_properties(data)
 
@@ -56,13 +60,53 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
+PARENT_HELP = (
+    "A group of the same workspace. Unknown, a cycle, or a change that makes any group "
+    "deeper than MAX_HIERARCHY_DEPTH: 400 `invalid` naming this field (not 404)."
+)
+
+
+class RequestSerializer(serializers.Serializer):
+    """A request body whose rules across fields are data: :meth:`validate` enforces
+    them and the OpenAPI description (usergroups.api.openapi) states them."""
+
+    #: Exactly one of these fields must be given.
+    exactly_one_of: tuple[str, ...] = ()
+    #: A field that may be given only with another one.
+    only_with: dict[str, str] = {}
+    #: A boolean field that, when true, needs another one.
+    true_needs: dict[str, str] = {}
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = [name for name in self.exactly_one_of if name in attrs]
+        if self.exactly_one_of and len(given) != 1:
+            message = _("Give exactly one of %(names)s.") % {
+                "names": ", ".join(self.exactly_one_of)
+            }
+            raise serializers.ValidationError(
+                {name: [message] for name in given or self.exactly_one_of}
+            )
+        for name, other in self.only_with.items():
+            if name in attrs and other not in attrs:
+                message = _("Goes with %(other)s only.") % {"other": other}
+                raise serializers.ValidationError({name: [message]})
+        for name, other in self.true_needs.items():
+            if attrs.get(name) and other not in attrs:
+                message = _("Needs %(other)s.") % {"other": other}
+                raise serializers.ValidationError({name: [message]})
+        return attrs
+
+
 class GetOrCreateRequestSerializer(serializers.Serializer):
+    """The group to get, or to create with these fields (all but the id read on create only)."""
+
     user_group_id = StrictCharField()
-    name = StrictCharField(required=False, allow_null=True, allow_blank=True)
+    name = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, help_text="Default: the id."
+    )
     mapping = MappingField(required=False, allow_null=True)
     properties = PropertiesField(required=False, allow_null=True)
-    # Read on create only, like the fields above.
-    parent_user_group_id = StrictCharField(required=False, allow_null=True)
+    parent_user_group_id = StrictCharField(required=False, allow_null=True, help_text=PARENT_HELP)
 
 
 class TokenRequestSerializer(serializers.Serializer):
@@ -74,6 +118,8 @@ class TokenRequestSerializer(serializers.Serializer):
 
 
 class RotateRequestSerializer(TokenRequestSerializer):
+    """The token to replace."""
+
     current_token = StrictCharField()
 
 
@@ -81,6 +127,11 @@ class TokenField(serializers.Field):
     """The group's current token, or 503 when no configured secret opens it."""
 
     def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "The group's current token: the long-lived secret of the caller's backend, "
+            "never for a browser.",
+        )
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, group: GroupRecord) -> str:
@@ -110,10 +161,14 @@ class RotatedGroupSerializer(serializers.Serializer):
 class UserGroupSerializer(RotatedGroupSerializer):
     """A user group as get-or-create and update report it."""
 
-    properties = serializers.JSONField(read_only=True, allow_null=True)
+    properties = PropertiesField(read_only=True, allow_null=True)
     mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
     parent_user_group_id = serializers.CharField(read_only=True, allow_null=True)
-    computed_properties = serializers.JSONField(read_only=True)
+    computed_properties = serializers.JSONField(
+        read_only=True,
+        help_text="The ancestors' properties merged from the root down, then the group's "
+        "own; a top-level key of a deeper group wins.",
+    )
     computed_mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
 
 
@@ -121,12 +176,18 @@ class UpdateRequestSerializer(serializers.Serializer):
     """PUT: the group named by ``user_group_id``; given fields replace stored ones."""
 
     user_group_id = StrictCharField()
-    new_user_group_id = StrictCharField(required=False)
+    new_user_group_id = StrictCharField(
+        required=False, help_text="Renames the group; another group's id: 400."
+    )
     name = StrictCharField(required=False, allow_blank=True)
     mapping = MappingField(required=False, allow_null=True)
-    properties = PropertiesField(required=False, allow_null=True)
-    # null detaches; another group's id moves this one (with its subtree) under it.
-    parent_user_group_id = StrictCharField(required=False, allow_null=True)
+    properties = PropertiesField(required=False, allow_null=True, help_text="null clears them.")
+    parent_user_group_id = StrictCharField(
+        required=False,
+        allow_null=True,
+        help_text="null detaches the group; another group's id moves it (with its subtree) "
+        "under that one. " + PARENT_HELP,
+    )
 
     def changes(self) -> dict[str, Any]:
         data = self.validated_data
@@ -139,28 +200,28 @@ class UpdateRequestSerializer(serializers.Serializer):
         return changes
 
 
-class DeleteRequestSerializer(TokenRequestSerializer):
-    """DELETE: the group named by ``user_group_id`` or holding ``current_token``."""
+class DeleteRequestSerializer(TokenRequestSerializer, RequestSerializer):
+    """The group to delete, named by exactly one of ``user_group_id`` and ``current_token``."""
+
+    exactly_one_of = ("user_group_id", "current_token")
 
     user_group_id = StrictCharField(required=False)
     current_token = StrictCharField(required=False)
-    # Without it, a group that has children is not deleted (409).
-    cascade = StrictBooleanField(required=False, default=False)
-
-    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
-        if ("user_group_id" in data) == ("current_token" in data):
-            raise serializers.ValidationError(
-                {"user_group_id": [_("Give exactly one of user_group_id and current_token.")]}
-            )
-        return data
+    cascade = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="Delete the descendants too; without it, a group that has any is not "
+        "deleted (409).",
+    )
 
 
 class ListQuerySerializer(serializers.Serializer):
     page = serializers.IntegerField(min_value=1, max_value=1_000_000, default=1)
     page_size = serializers.IntegerField(min_value=1, max_value=500, default=100)
     provided_id_prefix = StrictCharField(required=False, allow_blank=True)
-    # Only the direct children of this group.
-    parent_user_group_id = StrictCharField(required=False)
+    parent_user_group_id = StrictCharField(
+        required=False, help_text="Only the direct children of this group."
+    )
 
 
 class ListedGroupSerializer(serializers.Serializer):
@@ -170,7 +231,7 @@ class ListedGroupSerializer(serializers.Serializer):
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
     parent_user_group_id = serializers.CharField(read_only=True, allow_null=True)
-    properties = serializers.JSONField(read_only=True, allow_null=True)
+    properties = PropertiesField(read_only=True, allow_null=True)
     mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)

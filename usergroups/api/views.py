@@ -71,9 +71,16 @@ def media_type(content_type: str) -> str:
         return ""
 
 
+def sent_no_body(request: Request) -> bool:
+    """Whether the request came without a body (DRF has no stream for an empty one): then,
+    and only then, the query string stands in for it. A body sent, even ``{}``, is read."""
+    request.data  # noqa: B018 (parses first: a malformed body is a 400 whatever the query)
+    return request.stream is None
+
+
 def get_or_create_input(request: Request) -> Any:
     """The body, or the query string for clients that cannot send a body with GET."""
-    if request.data:
+    if not sent_no_body(request):
         return request.data
     params = query_params(request)
     if not params:
@@ -178,6 +185,12 @@ class UserGroupView(WorkspaceAPIView):
     required_scopes = {"POST": scopes.ROTATE, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
 
     def get(self, request: Request) -> Response:
+        """Returns the group of `user_group_id`, creating it if unknown (`new_user_group` says
+        which). A known group is returned as stored, with the same token. Getting one needs
+        `read`, creating one `write`, checked after the body is validated: a key without `write`
+        creates nothing (403 naming `write`). The body, or, for a client that cannot send
+        a body with GET, no body and the same fields in the query string (`mapping` and
+        `properties` as JSON text); a query string beside a body is not read."""
         serializer = GetOrCreateRequestSerializer(data=get_or_create_input(request))
         serializer.is_valid(raise_exception=True)
         data, api_key = serializer.validated_data, request_key(request)
@@ -198,6 +211,8 @@ class UserGroupView(WorkspaceAPIView):
         )
 
     def post(self, request: Request) -> Response:
+        """Replaces the token; the old one stops working at once, and so does every embed token
+        minted for the group."""
         serializer = RotateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         group = groups.rotate_token(
@@ -208,6 +223,8 @@ class UserGroupView(WorkspaceAPIView):
         return Response({"success": 1, "user_group": RotatedGroupSerializer(group).data})
 
     def put(self, request: Request) -> Response:
+        """Changes the group named by `user_group_id`: given fields replace stored ones. The token
+        does not change."""
         serializer = UpdateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
@@ -227,6 +244,8 @@ class UserGroupView(WorkspaceAPIView):
         return Response({"success": 1, "user_group": UserGroupSerializer(group).data})
 
     def delete(self, request: Request) -> Response:
+        """Deletes the group; its token and embed tokens stop working at once. With `cascade`, its
+        descendants go too, in one transaction."""
         serializer = DeleteRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         cascade = serializer.validated_data["cascade"]
@@ -265,6 +284,7 @@ class UserGroupListView(WorkspaceAPIView):
     required_scopes = {"GET": scopes.READ}
 
     def get(self, request: Request) -> Response:
+        """The workspace's groups, oldest first, without tokens."""
         query = ListQuerySerializer(data=query_params(request))
         query.is_valid(raise_exception=True)
         page, size = query.validated_data["page"], query.validated_data["page_size"]

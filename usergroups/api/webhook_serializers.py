@@ -37,15 +37,21 @@ class WebhookURLField(StrictCharField):
 
 
 def event_prefixes() -> list[str]:
-    """Every prefix a webhook may subscribe to: each family (``user_group``) and action."""
-    families = dict.fromkeys(action.split(".", 1)[0] for action in audit.ACTIONS)
-    return [*families, *audit.ACTIONS]
+    """Every prefix a webhook may subscribe to: each family (``user_group``, also written
+    ``user_group.``) and action."""
+    families = list(dict.fromkeys(action.split(".", 1)[0] for action in audit.ACTIONS))
+    return [*families, *(family + "." for family in families), *audit.ACTIONS]
 
 
 class EventPrefixField(ActionPrefixField):
+    """An action or a family of them; a family's trailing dot (``user_group.``) is the
+    same prefix, kept without it."""
+
     default_error_messages = {"none": _("Names no audit action.")}
 
     def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, str) and data.endswith(".") and not data.endswith(".."):
+            data = data[:-1]
         prefix = super().to_internal_value(data)
         if not audit.actions_under(prefix):
             self.fail("none")
@@ -53,13 +59,19 @@ class EventPrefixField(ActionPrefixField):
 
 
 class CreateWebhookSerializer(serializers.Serializer):
-    url = WebhookURLField()
+    url = WebhookURLField(
+        help_text="Where events are POSTed: `https` to a public address, unless the server "
+        "sets WEBHOOK_ALLOW_PRIVATE (then also `http` and private or loopback addresses). "
+        "No credentials, no fragment. The host must resolve: it is resolved now and at "
+        "every delivery, and refused (400 naming `url`) if it does not resolve or any of "
+        "its addresses is not allowed."
+    )
     events = serializers.ListField(
         child=EventPrefixField(),
         min_length=1,
         max_length=MAX_EVENT_PREFIXES,
         help_text="Action prefixes: an action (`embed_token.minted`) or a family of them "
-        "(`user_group`); the webhook receives every event they name.",
+        "(`user_group`, or `user_group.`); the webhook receives every event they name.",
     )
     description = StrictCharField(
         required=False, allow_blank=True, max_length=MAX_DESCRIPTION_LENGTH, default=""

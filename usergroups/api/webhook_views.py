@@ -27,6 +27,9 @@ class WebhookView(WorkspaceAPIView):
 
     @sensitive_variables("secret")
     def post(self, request: Request) -> Response:
+        """Every audit event of the workspace whose action one of `events` names is POSTed to
+        `url` as `{"type": action, "timestamp": at, "data": event}`, signed as Standard Webhooks
+        specifies, at least once. The signing secret is in this answer only."""
         serializer = CreateWebhookSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -37,6 +40,7 @@ class WebhookView(WorkspaceAPIView):
         return Response({"success": 1, "webhook": shown})
 
     def delete(self, request: Request) -> Response:
+        """Deletes the webhook and its pending deliveries."""
         serializer = WebhookIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deleted = webhooks.delete_webhook(
@@ -54,5 +58,6 @@ class WebhookListView(WorkspaceAPIView):
     required_scopes = {"GET": scopes.READ}
 
     def get(self, request: Request) -> Response:
+        """The workspace's webhooks, oldest first, never with their secrets."""
         listed = webhooks.list_webhooks(workspace_id(request))
         return Response({"success": 1, "webhooks": WebhookSerializer(listed, many=True).data})

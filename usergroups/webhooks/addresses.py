@@ -46,6 +46,12 @@ def _literal(host: str) -> str | None:
         return None
 
 
+PRIVATE_REFUSED = (
+    "Must point to a public address (private and loopback ones only with the server's "
+    "WEBHOOK_ALLOW_PRIVATE)."
+)
+
+
 def parse(url: str, *, allow_private: bool) -> SplitResult:
     """The parts of ``url`` if its form is allowed, else :class:`RefusedURL`."""
     if len(url) > MAX_URL_LENGTH:
@@ -59,7 +65,11 @@ def parse(url: str, *, allow_private: bool) -> SplitResult:
         raise RefusedURL("Not a URL.") from None
     schemes = ("https", "http") if allow_private else ("https",)
     if parts.scheme.lower() not in schemes:
-        raise RefusedURL("Must be an https URL." if not allow_private else "Must be http(s).")
+        raise RefusedURL(
+            "Must be http(s)."
+            if allow_private
+            else "Must be an https URL (http too with the server's WEBHOOK_ALLOW_PRIVATE)."
+        )
     if not parts.hostname:
         raise RefusedURL("Must name a host.")
     if parts.username is not None or parts.password is not None:
@@ -68,7 +78,7 @@ def parse(url: str, *, allow_private: bool) -> SplitResult:
         raise RefusedURL("Must not have a fragment.")
     literal = _literal(parts.hostname)
     if literal is not None and not allow_private and not is_public(literal):
-        raise RefusedURL("Must point to a public address.")
+        raise RefusedURL(PRIVATE_REFUSED)
     return parts
 
 
@@ -87,7 +97,10 @@ def resolve(url: str, *, allow_private: bool) -> Target:
     if not addresses:
         raise RefusedURL("The host name does not resolve.")
     if not allow_private and not all(is_public(address) for address in addresses):
-        raise RefusedURL("The host resolves to an address that is not public.")
+        raise RefusedURL(
+            "The host resolves to an address that is not public "
+            "(allowed only with the server's WEBHOOK_ALLOW_PRIVATE)."
+        )
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
