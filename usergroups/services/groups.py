@@ -214,6 +214,7 @@ def read_race_winner(workspace_id: int, provided_id: str) -> GroupRecord | None:
             return None
 
 
+@sensitive_variables("current_token")
 def rotate_token(workspace_id: int, current_token: str) -> GroupRecord | None:
     """Give the group holding ``current_token`` a new token; None if no group holds it.
 
