@@ -43,6 +43,23 @@ def receiver():
         yield running
 
 
+@pytest.fixture
+def dns(monkeypatch):
+    """Names this test resolves, by name (the resolver is the boundary): the address of
+    each; any other name goes to the real resolver."""
+    answers: dict[str, str] = {}
+    real = socket.getaddrinfo
+
+    def resolve(host, port, *args, **kwargs):
+        if host in answers:
+            family = socket.AF_INET6 if ":" in answers[host] else socket.AF_INET
+            return [(family, socket.SOCK_STREAM, 6, "", (answers[host], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    return answers
+
+
 def register(api_client, url=PUBLIC_URL, events=("user_group",), description="d"):
     response = send(
         api_client, "POST", {"url": url, "events": list(events), "description": description}, HOOK
@@ -379,28 +396,64 @@ def test_a_delivery_refuses_a_private_address_when_private_is_not_allowed(worksp
     assert receiver.answered() == []
 
 
-def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, monkeypatch):
+def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, dns):
     """A name that resolved to a public address at registration and to loopback later."""
     port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
-    answers = {"now": "203.0.114.10"}
-    real = socket.getaddrinfo
-
-    def fake_dns(host, *args, **kwargs):  # the DNS is the boundary
-        if host == "hooks.example.com":
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers["now"], port))]
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
+    dns["hooks.example.com"] = "203.0.114.10"
     url = f"https://hooks.example.com:{port}/hook"
     assert addresses.resolve(url, allow_private=False).address == "203.0.114.10"
     make_webhook(workspace, url)
-    answers["now"] = "127.0.0.1"
+    dns["hooks.example.com"] = "127.0.0.1"
     _, delivery, attempted = deliver_one(workspace, url)
     assert attempted.outcome is not None
-    assert (
-        attempted.outcome.excerpt == "Refused: The host resolves to an address that is not public."
+    assert attempted.outcome.excerpt.startswith(
+        "Refused: The host resolves to an address that is not public"
     )
     assert receiver.answered() == []
+
+
+# IPv6 addresses that carry an IPv4 one (CONTRACT 8a, issue 27): each with the IPv4 it
+# reaches, judged by that IPv4 address.
+CARRYING_PRIVATE_IPV4 = [
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254 (cloud metadata)
+    "64:ff9b::10.0.0.1",  # NAT64 of 10.0.0.1
+    "64:ff9b:1::a00:1",  # local-use NAT64 (/96) of 10.0.0.1
+    "64:ff9b:1:a00:0:100::",  # local-use NAT64 (/48) of 10.0.0.1
+    "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+    "2002:a00:1::",  # 6to4 of 10.0.0.1
+    "::127.0.0.1",  # IPv4-compatible loopback
+    "::a9fe:a9fe",  # IPv4-compatible 169.254.169.254
+    "::ffff:169.254.169.254",  # IPv4-mapped
+    "::ffff:a00:1",  # IPv4-mapped 10.0.0.1, in hex
+    "2001:0:808:808::f5ff:fffe",  # Teredo: server 8.8.8.8, client 10.0.0.1
+    "2001:0:a00:1::f7f7:f7f7",  # Teredo: server 10.0.0.1, client 8.8.8.8
+]
+
+
+@pytest.mark.parametrize("address", CARRYING_PRIVATE_IPV4)
+def test_registration_refuses_an_ipv6_address_that_carries_a_private_ipv4(api_client, dns, address):
+    dns["carrier.example.com"] = address
+    for url in (f"https://[{address}]/hook", "https://carrier.example.com/hook"):
+        response = send(api_client, "POST", {**GOOD, "url": url}, HOOK)
+        error = assert_error(response, 400, "invalid", ["url"])
+        assert "WEBHOOK_ALLOW_PRIVATE" in error["fields"]["url"][0], url
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("address", CARRYING_PRIVATE_IPV4)
+def test_a_delivery_refuses_a_name_that_now_resolves_to_a_carried_private_ipv4(
+    workspace, dns, address
+):
+    dns["hooks.example.com"] = "203.0.114.10"
+    make_webhook(workspace, "https://hooks.example.com/hook")
+    dns["hooks.example.com"] = address
+    _, delivery, attempted = deliver_one(workspace, "https://hooks.example.com/hook")
+    assert attempted.outcome is not None
+    assert attempted.outcome.excerpt.startswith(
+        "Refused: The host resolves to an address that is not public"
+    ), attempted.outcome.excerpt
+    assert "WEBHOOK_ALLOW_PRIVATE" in attempted.outcome.excerpt
+    assert attempted.retry_at is not None  # not sent, counted as a failed attempt
 
 
 @pytest.mark.parametrize(
@@ -422,6 +475,15 @@ def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, monkeypatch):
         ("fc00::1", False),
         ("::ffff:10.0.0.1", False),
         ("198.18.0.1", False),
+        *((address, False) for address in CARRYING_PRIVATE_IPV4),
+        ("::ffff:8.8.8.8", True),  # judged by the IPv4 each carries
+        ("::8.8.8.8", True),
+        ("64:ff9b::808:808", True),
+        ("2002:808:808::1", True),
+        ("2001:0:808:808::f7f7:f7f7", True),  # Teredo: server and client 8.8.8.8
+        ("::", False),
+        ("::1", False),
+        ("64:ff9b::e000:1", False),  # NAT64 of 224.0.0.1 (multicast)
     ],
 )
 def test_only_global_unicast_addresses_are_public(address, public):
