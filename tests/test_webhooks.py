@@ -19,7 +19,12 @@ from django_tasks_db.models import DBTaskResult
 from tests.support.api import assert_error, client_for, send
 from tests.support.factories import APIKeyFactory
 from tests.support.leaks import secrets_in
-from tests.support.webhook_receiver import Behaviour, running_receiver
+from tests.support.webhook_receiver import (
+    Behaviour,
+    hanging_receiver,
+    running_receiver,
+    unreachable_url,
+)
 from usergroups import tasks
 from usergroups.checks import check_webhook_settings
 from usergroups.models import APIKey, AuditEvent, Webhook, WebhookDelivery, Workspace
@@ -377,6 +382,94 @@ def test_a_receiver_that_hangs_times_out(workspace, receiver):
     assert attempted.retry_at is not None
 
 
+@allow_private(WEBHOOK_CONNECT_TIMEOUT_SECONDS=0.3, WEBHOOK_TIMEOUT_SECONDS=5)
+def test_an_address_that_never_connects_fails_at_the_connect_timeout(workspace):
+    with unreachable_url() as url:
+        make_webhook(workspace, url)
+        _, delivery, attempted = deliver_one(workspace, url)
+    assert attempted.outcome is not None and attempted.outcome.status is None
+    assert attempted.outcome.excerpt == "No answer: connecting timed out"
+    assert attempted.retry_at is not None
+
+
+@allow_private()
+def test_one_attempt_at_a_time_is_in_flight_to_a_webhook(workspace, receiver):
+    webhook, _ = make_webhook(workspace, receiver.url)
+    now = timezone.now()
+    assert webhooks.hold(webhook, now) is not None  # an attempt in flight on another worker
+    assert webhooks.hold(webhook, now) is None
+    delivery = WebhookDelivery.objects.get(
+        event=audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    )
+    attempted = webhooks.attempt(delivery.delivery_id, first=True)
+    assert attempted.outcome is None and receiver.answered() == []
+    assert attempted.retry_at is not None and not attempted.behind  # its turn comes soon
+    assert attempted.retry_at - timezone.now() <= timedelta(seconds=1)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("pending", 0)  # not an attempt
+    # The other worker died mid-send: its hold ends with its lease, and the turn comes.
+    Webhook.objects.filter(pk=webhook.pk).update(sending_until=now)
+    assert webhooks.attempt(delivery.delivery_id).outcome.status == 204
+    webhook.refresh_from_db()
+    assert (webhook.sending_until, webhook.failing) == (None, False)
+
+
+def ready_tasks() -> list[tuple[str, str, int]]:
+    """The tasks a worker would run now, in the order it takes them."""
+    return [
+        (result.task_path.rsplit(".", 1)[1], result.args_kwargs["args"][0], result.priority)
+        for result in DBTaskResult.objects.ready()
+    ]
+
+
+def run_task(task, delivery_id: str) -> None:
+    """Run the queued ``task`` of ``delivery_id`` as a worker would, and take it off the queue."""
+    queued = [
+        result.pk
+        for result in DBTaskResult.objects.ready()
+        if result.task_path == task.module_path and result.args_kwargs["args"] == [delivery_id]
+    ]
+    assert len(queued) == 1, queued
+    DBTaskResult.objects.filter(pk__in=queued).delete()
+    task.call(delivery_id)
+
+
+@allow_private(WEBHOOK_TIMEOUT_SECONDS=0.3)
+def test_a_hanging_webhooks_deliveries_go_behind_the_others(
+    workspace, receiver, django_capture_on_commit_callbacks
+):
+    with hanging_receiver() as hanging:
+        hung, _ = make_webhook(workspace, hanging.url)  # registered first: its tasks come first
+        healthy, _ = make_webhook(workspace, receiver.url)
+        for _event in range(2):
+            DBTaskResult.objects.all().delete()
+            with django_capture_on_commit_callbacks(execute=True):
+                event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+            to_hung = WebhookDelivery.objects.get(event=event, webhook=hung).delivery_id
+            to_healthy = WebhookDelivery.objects.get(event=event, webhook=healthy).delivery_id
+            assert ready_tasks() == [
+                ("deliver_webhook", to_hung, 0),
+                ("deliver_webhook", to_healthy, 0),
+            ]
+            run_task(tasks.deliver_webhook, to_hung)
+        # The first timed out; the second was not sent: it waits behind the healthy one.
+        assert hanging.connections() == 1
+        assert ready_tasks() == [
+            ("deliver_webhook", to_healthy, 0),
+            ("retry_webhook", to_hung, tasks.BEHIND_PRIORITY),
+        ]
+        run_task(tasks.deliver_webhook, to_healthy)
+        assert WebhookDelivery.objects.get(delivery_id=to_healthy).status == "delivered"
+        hung.refresh_from_db()
+        healthy.refresh_from_db()
+        assert (hung.failing, healthy.failing) == (True, False)
+        # Its turn, when nothing else waits, is sent (and times out again).
+        run_task(tasks.retry_webhook, to_hung)
+        assert hanging.connections() == 2
+        retried = WebhookDelivery.objects.get(delivery_id=to_hung)
+        assert (retried.attempts, retried.last_response) == (1, "No answer: timed out")
+
+
 @allow_private()
 def test_a_receiver_that_is_down_is_retried(workspace):
     with running_receiver() as gone:
@@ -553,6 +646,15 @@ def test_redeliver_sends_a_failed_delivery_again_with_its_id(
         {"WEBHOOK_LEASE_SECONDS": True},
         {"WEBHOOK_TASK_BACKEND": ""},
         {"WEBHOOK_TIMEOUT_SECONDS": 30, "WEBHOOK_LEASE_SECONDS": 30},
+        {"WEBHOOK_CONNECT_TIMEOUT_SECONDS": 0},
+        {"WEBHOOK_CONNECT_TIMEOUT_SECONDS": "3"},
+        {"WEBHOOK_CONNECT_TIMEOUT_SECONDS": None},
+        # Connecting and reading may take 40 s: a lease of 35 s could end mid-send.
+        {
+            "WEBHOOK_CONNECT_TIMEOUT_SECONDS": 10,
+            "WEBHOOK_TIMEOUT_SECONDS": 30,
+            "WEBHOOK_LEASE_SECONDS": 35,
+        },
     ],
 )
 def test_bad_webhook_settings_are_reported(given):
