@@ -42,7 +42,9 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 RECEIVER_DOWN_SECONDS = 20
 
-LIVE_DATABASE = "webhooklive"
+# The run's own database on the server DATABASE_URL names, named after the one it names,
+# so that runs against different databases of one server do not collide.
+LIVE_DATABASE = f"{urlsplit(os.environ.get('DATABASE_URL', '')).path.strip('/')}_webhooklive"
 
 
 @pytest.fixture

@@ -159,16 +159,18 @@ def payload(delivery: WebhookDelivery) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def claim(delivery_id: str, now: datetime) -> bool:
+def claim(delivery_id: str, now: datetime, attempts: int | None = None) -> bool:
     """Take a due pending delivery for one attempt: count it and move ``next_attempt_at``
-    past the lease, so no other worker sends it meanwhile (one UPDATE)."""
+    past the lease, so no other worker sends it meanwhile (one UPDATE); with
+    ``attempts``, only if it has had that many still."""
+    due = WebhookDelivery.objects.filter(
+        delivery_id=delivery_id, status=WebhookDelivery.PENDING, next_attempt_at__lte=now
+    )
+    if attempts is not None:
+        due = due.filter(attempts=attempts)
     with _atomic():
         return bool(
-            WebhookDelivery.objects.filter(
-                delivery_id=delivery_id,
-                status=WebhookDelivery.PENDING,
-                next_attempt_at__lte=now,
-            ).update(attempts=F("attempts") + 1, last_attempt_at=now, next_attempt_at=_lease(now))
+            due.update(attempts=F("attempts") + 1, last_attempt_at=now, next_attempt_at=_lease(now))
         )
 
 
@@ -267,7 +269,7 @@ def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
         return Attempted(None, retry_at=now + wait, behind=webhook.failing or not first)
     outcome = None
     try:
-        if not claim(delivery_id, now):
+        if not claim(delivery_id, now, attempts=delivery.attempts):
             return Attempted(None)
         delivery.attempts += 1
         outcome = _send(delivery)
