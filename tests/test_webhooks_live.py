@@ -260,21 +260,21 @@ def test_every_committed_event_is_delivered_at_least_once_through_faults(databas
     assert "'pending'" not in states and "'failed'" not in states
 
 
-# A healthy receiver beside hanging ones (issue 27): one worker, an event every half second.
+# A healthy receiver beside hanging ones (issue 27): an event every half second.
 HANGING_RECEIVERS = 3
 LAG_EVENTS = 60
 LAG_EVENT_SPACING = 0.5
 # How long after the last event the healthy receiver is waited for.
 LAG_GRACE_SECONDS = 40
 LAG_TARGET_SECONDS = 5.0
-# Test-sized timeouts. With one worker, a healthy delivery waits behind each hanging
-# receiver's first attempt (before it is known to hang), then one attempt at most.
-HANGING_SETTINGS = {
-    "DJANGO_WEBHOOK_ALLOW_PRIVATE": "true",
+# One worker, with test-sized timeouts: a healthy delivery waits behind each hanging
+# receiver's first attempt (before it is known to hang), then behind one attempt at most.
+ONE_WORKER = {
     "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
     "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "1",
-    "USERGROUPS_LOG_LEVEL": "WARNING",
 }
+# A worker more than the receivers that hang, with the default timeouts (3 s, 10 s): a
+# hanging receiver holds one worker at most, and one is left for the healthy one.
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -283,15 +283,30 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
 
 
-def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(database, tmp_path):
+@pytest.mark.parametrize(
+    ("workers", "timeouts"),
+    [(1, ONE_WORKER), (HANGING_RECEIVERS + 1, {})],
+    ids=["one-worker", "a-worker-more-default-timeouts"],
+)
+def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(
+    database, tmp_path, workers, timeouts
+):
     database_url, kind = database
-    env = server_env(database_url, **HANGING_SETTINGS)
+    env = server_env(
+        database_url,
+        DJANGO_WEBHOOK_ALLOW_PRIVATE="true",
+        USERGROUPS_LOG_LEVEL="WARNING",
+        **timeouts,
+    )
     manage(env, "migrate", "--noinput")
     key = manage(env, "create_api_key", "--workspace", "live").strip()
-    log = tmp_path / "worker.log"
-    worker = ManageProcess(
-        env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload",
-    )  # fmt: skip
+    logs = [tmp_path / f"worker-{number}.log" for number in range(workers)]
+    pool = [
+        ManageProcess(
+            env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
+        )
+        for log in logs
+    ]
     made: dict[str, float] = {}  # user_group_id -> when the API answered (Unix seconds)
     with ExitStack() as stack:
         hanging = [stack.enter_context(hanging_receiver()) for _ in range(HANGING_RECEIVERS)]
@@ -307,9 +322,11 @@ def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(database, 
                 path="/api/user/webhook",
             )
             assert status == 200, body
-        worker.start()
-        stack.callback(worker.kill, signal.SIGTERM)
-        assert wait_for(lambda: "Starting worker" in log.read_text(), 60), "no worker"
+        for worker in pool:
+            worker.start()
+            stack.callback(worker.kill, signal.SIGTERM)
+        for log in logs:
+            assert wait_for(lambda log=log: "Starting worker" in log.read_text(), 60), "no worker"
         started = time.monotonic()
         for number in range(LAG_EVENTS):
             status, answer = call_api(site.base_url, key, "GET", {"user_group_id": f"lag-{number}"})
@@ -336,7 +353,8 @@ def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(database, 
     missing = LAG_EVENTS - len(delivered)
     values = list(lags.values())
     print(
-        f"\nhealthy webhook beside {HANGING_RECEIVERS} hanging ones, one worker, {kind}: "
+        f"\nhealthy webhook beside {HANGING_RECEIVERS} hanging ones, {workers} worker(s), "
+        f"{timeouts or 'default timeouts'}, {kind}: "
         f"{LAG_EVENTS} events {LAG_EVENT_SPACING} s apart; lag p50 "
         f"{percentile(values, 0.5):.2f} s, p99 {percentile(values, 0.99):.2f} s, max "
         f"{max(values):.2f} s; connections to the hanging receivers: {hung}; missing: {missing}"
