@@ -72,8 +72,9 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_MAX_ATTEMPTS": 8,
     # Failed deliveries in a row after which the webhook is disabled.
     "WEBHOOK_DISABLE_AFTER_FAILURES": 5,
-    # Seconds a worker holds a delivery it is sending; one left pending longer (a worker
-    # killed mid-send) is enqueued again by the sweeper.
+    # Seconds a worker holds a delivery it is sending, and its webhook (one attempt to a
+    # webhook at a time); one left pending longer (a worker killed mid-send) is enqueued
+    # again by the sweeper. Above the two timeouts together.
     "WEBHOOK_LEASE_SECONDS": 60,
     # The TASKS backend alias that runs deliveries.
     "WEBHOOK_TASK_BACKEND": "default",

@@ -2,8 +2,10 @@
 ``django-tasks`` backport on 5.2 (this is the one place that knows which).
 
 A task sends one delivery once (:func:`usergroups.services.webhooks.attempt`) and, when
-it is to be retried, enqueues itself for the time the backoff gives. A backend that
-cannot defer (``ImmediateBackend``) leaves the retry to the sweeper
+it is to be retried, enqueues :func:`retry_webhook` for the time the backoff gives. Retries,
+and the deliveries of a webhook whose latest attempt failed, run at a lower priority than
+first deliveries, so that a receiver that hangs delays its own deliveries only. A backend
+that cannot defer (``ImmediateBackend``) leaves the retry to the sweeper
 (``manage.py sweep_webhooks``), which also enqueues deliveries whose task was lost.
 The backend is ``USERGROUPS["WEBHOOK_TASK_BACKEND"]`` of ``TASKS``.
 """
