@@ -166,9 +166,13 @@ def test_a_webhook_delivery_attempt_costs_one_read_and_four_updates(
         tables = [re.match(r"UPDATE [`\"]?(\w+)", sql).group(1) for sql in updates]
         webhook_table, delivery_table = Webhook._meta.db_table, WebhookDelivery._meta.db_table
         assert tables == [webhook_table, delivery_table, delivery_table, webhook_table]
-        # A failing webhook's first turn goes behind the others: one read, no write.
+        # A failing webhook's first turn goes behind the others: the delivery's read, and
+        # its due time moved (in a savepoint here).
         Webhook.objects.filter(pk=webhook.pk).update(failing=True)
         event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
         delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
-        with django_assert_max_num_queries(1):
+        with django_assert_max_num_queries(4) as queries:
             assert webhooks.attempt(delivery_id, first=True).behind
+        assert len(statements(queries.captured_queries, READS)) == 1
+        (moved,) = statements(queries.captured_queries, ("UPDATE",))
+        assert re.match(r"UPDATE [`\"]?(\w+)", moved).group(1) == delivery_table

@@ -407,8 +407,12 @@ def test_one_attempt_at_a_time_is_in_flight_to_a_webhook(workspace, receiver):
     assert attempted.retry_at - timezone.now() <= timedelta(seconds=1)
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("pending", 0)  # not an attempt
+    assert delivery.next_attempt_at == attempted.retry_at
+    # Another task of it (the sweeper's) ends: the one that put it off enqueued its turn.
+    assert webhooks.attempt(delivery.delivery_id, first=True) == webhooks.Attempted(None)
     # The other worker died mid-send: its hold ends with its lease, and the turn comes.
     Webhook.objects.filter(pk=webhook.pk).update(sending_until=now)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
     assert webhooks.attempt(delivery.delivery_id).outcome.status == 204
     webhook.refresh_from_db()
     assert (webhook.sending_until, webhook.failing) == (None, False)
@@ -423,14 +427,15 @@ def ready_tasks() -> list[tuple[str, str, int]]:
 
 
 def run_task(task, delivery_id: str) -> None:
-    """Run the queued ``task`` of ``delivery_id`` as a worker would, and take it off the queue."""
+    """Take the first queued ``task`` of ``delivery_id`` off the queue and run it, as a
+    worker would."""
     queued = [
         result.pk
         for result in DBTaskResult.objects.ready()
         if result.task_path == task.module_path and result.args_kwargs["args"] == [delivery_id]
     ]
-    assert len(queued) == 1, queued
-    DBTaskResult.objects.filter(pk__in=queued).delete()
+    assert queued, f"no {task.name} queued for {delivery_id}"
+    DBTaskResult.objects.filter(pk=queued[0]).delete()
     task.call(delivery_id)
 
 
@@ -468,6 +473,29 @@ def test_a_hanging_webhooks_deliveries_go_behind_the_others(
         assert hanging.connections() == 2
         retried = WebhookDelivery.objects.get(delivery_id=to_hung)
         assert (retried.attempts, retried.last_response) == (1, "No answer: timed out")
+
+
+@allow_private()
+def test_copies_of_a_deliverys_task_end_once_it_is_sent(workspace, receiver):
+    """The sweeper enqueues a delivery again while it waits behind others: each copy of
+    its task goes behind as one task at most, and once it is sent every copy ends."""
+    webhook, _ = make_webhook(workspace, receiver.url)
+    Webhook.objects.filter(pk=webhook.pk).update(failing=True)
+    event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
+    DBTaskResult.objects.all().delete()
+    for _copy in range(3):
+        tasks.deliver_webhook.enqueue(delivery_id)
+    for _copy in range(3):
+        run_task(tasks.deliver_webhook, delivery_id)
+    queued = ready_tasks()
+    assert 1 <= len(queued) <= 3
+    assert set(queued) == {("retry_webhook", delivery_id, tasks.BEHIND_PRIORITY)}
+    for _copy in queued:
+        run_task(tasks.retry_webhook, delivery_id)
+    assert len(receiver.answered()) == 1
+    assert WebhookDelivery.objects.get(delivery_id=delivery_id).status == "delivered"
+    assert ready_tasks() == []
 
 
 @allow_private()

@@ -260,13 +260,13 @@ def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
         return Attempted(None)
     webhook = delivery.webhook
     if first and webhook.failing:
-        return Attempted(None, retry_at=now, behind=True)
+        return _turn_later(delivery, now, behind=True)
     until = hold(webhook, now)
     if until is None:
         wait = timedelta(seconds=BUSY_WAIT_SECONDS)
         if webhook.failing and webhook.sending_until is not None:
             wait = max(webhook.sending_until - now, wait)  # after the attempt that hangs
-        return Attempted(None, retry_at=now + wait, behind=webhook.failing or not first)
+        return _turn_later(delivery, now + wait, behind=webhook.failing or not first)
     outcome = None
     try:
         if not claim(delivery_id, now, attempts=delivery.attempts):
@@ -276,6 +276,19 @@ def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
         return _record(delivery, outcome, now)
     finally:
         _release(webhook, until, outcome)
+
+
+def _turn_later(delivery: WebhookDelivery, at: datetime, behind: bool) -> Attempted:
+    """Put off a delivery's turn (not an attempt) to ``at``. A delivery may have several
+    tasks (the sweeper's among them): the one that moves its due time (a compare-and-swap
+    on it) enqueues the next, the others end."""
+    with _atomic():
+        moved = WebhookDelivery.objects.filter(
+            pk=delivery.pk,
+            status=WebhookDelivery.PENDING,
+            next_attempt_at=delivery.next_attempt_at,
+        ).update(next_attempt_at=at)
+    return Attempted(None, retry_at=at, behind=behind) if moved else Attempted(None)
 
 
 def _record(delivery: WebhookDelivery, outcome: sending.Outcome, now: datetime) -> Attempted:
