@@ -633,6 +633,32 @@ def test_the_sweeper_enqueues_what_was_left_pending(workspace):
     assert [delivery.delivery_id] in queued and [later.delivery_id] not in queued
 
 
+def test_the_sweeper_enqueues_retries_and_a_failing_webhooks_deliveries_behind(workspace):
+    """Its tasks do not crowd out the retries they stand for (issue 27)."""
+    answering, _ = make_webhook(workspace, PUBLIC_URL)
+    failing, _ = make_webhook(workspace, PUBLIC_URL)
+    Webhook.objects.filter(pk=failing.pk).update(failing=True)
+    overdue = timezone.now() - timedelta(seconds=61)
+    first, retried = (
+        WebhookDelivery.objects.get(
+            event=audit.record(workspace.pk, audit.USER_GROUP_CREATED), webhook=answering
+        )
+        for _ in range(2)
+    )
+    WebhookDelivery.objects.filter(webhook=answering).update(next_attempt_at=overdue)
+    WebhookDelivery.objects.filter(pk=retried.pk).update(attempts=2)
+    WebhookDelivery.objects.filter(webhook=failing).update(next_attempt_at=overdue)
+    behind = {
+        delivery.delivery_id for delivery in WebhookDelivery.objects.filter(webhook=failing)
+    } | {retried.delivery_id}
+    DBTaskResult.objects.all().delete()
+    call_command("sweep_webhooks", verbosity=0)
+    assert sorted(ready_tasks()) == sorted(
+        [("deliver_webhook", first.delivery_id, 0)]
+        + [("retry_webhook", delivery_id, tasks.BEHIND_PRIORITY) for delivery_id in behind]
+    )
+
+
 def test_a_claimed_delivery_is_not_sent_by_a_second_worker(workspace):
     make_webhook(workspace, PUBLIC_URL)
     event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)

@@ -84,9 +84,9 @@ def enqueue_due(sender: Any, delivery_ids: list[str], **kwargs: Any) -> None:
 
 def sweep(limit: int = 1000) -> int:
     """Enqueue every pending delivery that is due: how many."""
-    due = webhooks.due_delivery_ids(limit)
-    for delivery_id in due:
-        enqueue(delivery_id)
+    due = webhooks.due_deliveries(limit)
+    for delivery_id, behind in due:
+        enqueue(delivery_id, behind=behind)
     if due:
         logger.info("Enqueued %s due webhook delivery(ies) again", len(due))
     return len(due)

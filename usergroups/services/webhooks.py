@@ -324,18 +324,21 @@ def _record(delivery: WebhookDelivery, outcome: sending.Outcome, now: datetime) 
     return Attempted(outcome)
 
 
-def due_delivery_ids(limit: int = 1000) -> list[str]:
+def due_deliveries(limit: int = 1000) -> list[tuple[str, bool]]:
     """Pending deliveries overdue by a lease (WEBHOOK_LEASE_SECONDS): their task lost, or
     their worker killed mid-send and its lease over. A retry whose task is queued runs
-    when due, so it is not taken again meanwhile. Oldest first, for the sweeper."""
+    when due, so it is not taken again meanwhile. Oldest first, for the sweeper: each id,
+    and whether it goes behind other deliveries (a retry, or its webhook failing), so
+    that the sweeper's tasks never crowd out the retries they stand for."""
     lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
-    return list(
+    rows = (
         WebhookDelivery.objects.filter(
             status=WebhookDelivery.PENDING, next_attempt_at__lte=timezone.now() - lease
         )
         .order_by("next_attempt_at")
-        .values_list("delivery_id", flat=True)[:limit]
+        .values_list("delivery_id", "attempts", "webhook__failing")[:limit]
     )
+    return [(delivery_id, attempts > 0 or failing) for delivery_id, attempts, failing in rows]
 
 
 def redeliver(pks: Iterable[int]) -> int:
