@@ -167,7 +167,7 @@ USERGROUPS = {
     "LISTEN_DATABASE": "listen" if "listen" in DATABASES else None,
 }
 # Seconds, for tests that want deliveries and retries fast (numbers, not only integers).
-for _name in ("TIMEOUT", "RETRY_BASE", "RETRY_MAX", "LEASE"):
+for _name in ("CONNECT_TIMEOUT", "TIMEOUT", "RETRY_BASE", "RETRY_MAX", "LEASE"):
     if _value := os.environ.get(f"USERGROUPS_WEBHOOK_{_name}_SECONDS"):
         USERGROUPS[f"WEBHOOK_{_name}_SECONDS"] = float(_value)
 for _name in ("MAX_ATTEMPTS", "DISABLE_AFTER_FAILURES"):

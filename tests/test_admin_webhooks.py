@@ -63,10 +63,11 @@ def test_disabling_records_its_event_and_enabling_clears_the_failures(admin_clie
     webhook.refresh_from_db()
     assert webhook.disabled and webhook.description == "x"
     assert AuditEvent.objects.get(action="webhook.disabled").actor_type == "staff"
-    Webhook.objects.filter(pk=webhook.pk).update(consecutive_failures=4)
+    Webhook.objects.filter(pk=webhook.pk).update(consecutive_failures=4, failing=True)
     assert admin_client.post(url, {"description": "x"}).status_code == 302
     webhook.refresh_from_db()
-    assert (webhook.disabled, webhook.consecutive_failures) == (False, 0)
+    # Its next delivery goes first again, as a new webhook's would.
+    assert (webhook.disabled, webhook.consecutive_failures, webhook.failing) == (False, 0, False)
 
 
 def test_deleting_goes_through_the_service(admin_client, workspace):

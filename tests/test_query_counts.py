@@ -4,14 +4,19 @@ The API key was used a moment ago in every test here (``recently_used_key``), so
 ``last_used_at`` is not written and authenticating costs exactly one query.
 """
 
+import re
+
 import pytest
 from django.db import DatabaseError, IntegrityError, connection
+from django.test import override_settings
 
 from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory
-from tests.support.queries import WRITES, statements, verb
+from tests.support.queries import READS, WRITES, statements, verb
+from tests.support.webhook_receiver import running_receiver
 from usergroups import crypto
-from usergroups.models import SchemaMapping, UserGroup
+from usergroups.models import SchemaMapping, UserGroup, Webhook, WebhookDelivery
+from usergroups.services import audit, webhooks
 
 MAPPING = {"sales": "pg-1", "hr": "pg-2", "ops": "pg-3"}
 
@@ -141,3 +146,33 @@ def test_a_failing_mapping_insert_leaves_no_group(api_client, error):
     response = get_or_create(api_client, {"user_group_id": "acme", "mapping": MAPPING})
     assert response.json()["new_user_group"] is True
     assert UserGroup.objects.get(provided_id="acme").mappings.count() == 3
+
+
+@override_settings(USERGROUPS={"WEBHOOK_ALLOW_PRIVATE": True})
+def test_a_webhook_delivery_attempt_costs_one_read_and_four_updates(
+    workspace, django_assert_max_num_queries
+):
+    with running_receiver() as receiver:
+        webhook, _ = webhooks.create_webhook(workspace.pk, receiver.url, ["user_group"])
+        event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+        delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
+        # The delivery with its webhook and event; the webhook held, the delivery claimed,
+        # then recorded, the webhook let go (each UPDATE in a savepoint here).
+        with django_assert_max_num_queries(13) as queries:
+            attempted = webhooks.attempt(delivery_id, first=True)
+        assert attempted.outcome is not None and attempted.outcome.status == 204
+        assert len(statements(queries.captured_queries, READS)) == 1
+        updates = statements(queries.captured_queries, ("UPDATE",))
+        tables = [re.match(r"UPDATE [`\"]?(\w+)", sql).group(1) for sql in updates]
+        webhook_table, delivery_table = Webhook._meta.db_table, WebhookDelivery._meta.db_table
+        assert tables == [webhook_table, delivery_table, delivery_table, webhook_table]
+        # A failing webhook's first turn goes behind the others: the delivery's read, and
+        # its due time moved (in a savepoint here).
+        Webhook.objects.filter(pk=webhook.pk).update(failing=True)
+        event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+        delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
+        with django_assert_max_num_queries(4) as queries:
+            assert webhooks.attempt(delivery_id, first=True).behind
+        assert len(statements(queries.captured_queries, READS)) == 1
+        (moved,) = statements(queries.captured_queries, ("UPDATE",))
+        assert re.match(r"UPDATE [`\"]?(\w+)", moved).group(1) == delivery_table

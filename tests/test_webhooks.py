@@ -19,7 +19,12 @@ from django_tasks_db.models import DBTaskResult
 from tests.support.api import assert_error, client_for, send
 from tests.support.factories import APIKeyFactory
 from tests.support.leaks import secrets_in
-from tests.support.webhook_receiver import Behaviour, running_receiver
+from tests.support.webhook_receiver import (
+    Behaviour,
+    hanging_receiver,
+    running_receiver,
+    unreachable_url,
+)
 from usergroups import tasks
 from usergroups.checks import check_webhook_settings
 from usergroups.models import APIKey, AuditEvent, Webhook, WebhookDelivery, Workspace
@@ -41,6 +46,23 @@ def allow_private(**more: object) -> override_settings:
 def receiver():
     with running_receiver() as running:
         yield running
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """Names this test resolves, by name (the resolver is the boundary): the address of
+    each; any other name goes to the real resolver."""
+    answers: dict[str, str] = {}
+    real = socket.getaddrinfo
+
+    def resolve(host, port, *args, **kwargs):
+        if host in answers:
+            family = socket.AF_INET6 if ":" in answers[host] else socket.AF_INET
+            return [(family, socket.SOCK_STREAM, 6, "", (answers[host], port))]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    return answers
 
 
 def register(api_client, url=PUBLIC_URL, events=("user_group",), description="d"):
@@ -382,6 +404,122 @@ def test_a_receiver_that_hangs_times_out(workspace, receiver):
     assert attempted.retry_at is not None
 
 
+@allow_private(WEBHOOK_CONNECT_TIMEOUT_SECONDS=0.3, WEBHOOK_TIMEOUT_SECONDS=5)
+def test_an_address_that_never_connects_fails_at_the_connect_timeout(workspace):
+    with unreachable_url() as url:
+        make_webhook(workspace, url)
+        _, delivery, attempted = deliver_one(workspace, url)
+    assert attempted.outcome is not None and attempted.outcome.status is None
+    assert attempted.outcome.excerpt == "No answer: connecting timed out"
+    assert attempted.retry_at is not None
+
+
+@allow_private()
+def test_one_attempt_at_a_time_is_in_flight_to_a_webhook(workspace, receiver):
+    webhook, _ = make_webhook(workspace, receiver.url)
+    now = timezone.now()
+    assert webhooks.hold(webhook, now) is not None  # an attempt in flight on another worker
+    assert webhooks.hold(webhook, now) is None
+    delivery = WebhookDelivery.objects.get(
+        event=audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    )
+    attempted = webhooks.attempt(delivery.delivery_id, first=True)
+    assert attempted.outcome is None and receiver.answered() == []
+    assert attempted.retry_at is not None and not attempted.behind  # its turn comes soon
+    assert attempted.retry_at - timezone.now() <= timedelta(seconds=1)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("pending", 0)  # not an attempt
+    assert delivery.next_attempt_at == attempted.retry_at
+    # Another task of it (the sweeper's) ends: the one that put it off enqueued its turn.
+    assert webhooks.attempt(delivery.delivery_id, first=True) == webhooks.Attempted(None)
+    # The other worker died mid-send: its hold ends with its lease, and the turn comes.
+    Webhook.objects.filter(pk=webhook.pk).update(sending_until=now)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+    assert webhooks.attempt(delivery.delivery_id).outcome.status == 204
+    webhook.refresh_from_db()
+    assert (webhook.sending_until, webhook.failing) == (None, False)
+
+
+def ready_tasks() -> list[tuple[str, str, int]]:
+    """The tasks a worker would run now, in the order it takes them."""
+    return [
+        (result.task_path.rsplit(".", 1)[1], result.args_kwargs["args"][0], result.priority)
+        for result in DBTaskResult.objects.ready()
+    ]
+
+
+def run_task(task, delivery_id: str) -> None:
+    """Take the first queued ``task`` of ``delivery_id`` off the queue and run it, as a
+    worker would."""
+    queued = [
+        result.pk
+        for result in DBTaskResult.objects.ready()
+        if result.task_path == task.module_path and result.args_kwargs["args"] == [delivery_id]
+    ]
+    assert queued, f"no {task.name} queued for {delivery_id}"
+    DBTaskResult.objects.filter(pk=queued[0]).delete()
+    task.call(delivery_id)
+
+
+@allow_private(WEBHOOK_TIMEOUT_SECONDS=0.3)
+def test_a_hanging_webhooks_deliveries_go_behind_the_others(
+    workspace, receiver, django_capture_on_commit_callbacks
+):
+    with hanging_receiver() as hanging:
+        hung, _ = make_webhook(workspace, hanging.url)  # registered first: its tasks come first
+        healthy, _ = make_webhook(workspace, receiver.url)
+        for _event in range(2):
+            DBTaskResult.objects.all().delete()
+            with django_capture_on_commit_callbacks(execute=True):
+                event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+            to_hung = WebhookDelivery.objects.get(event=event, webhook=hung).delivery_id
+            to_healthy = WebhookDelivery.objects.get(event=event, webhook=healthy).delivery_id
+            assert ready_tasks() == [
+                ("deliver_webhook", to_hung, 0),
+                ("deliver_webhook", to_healthy, 0),
+            ]
+            run_task(tasks.deliver_webhook, to_hung)
+        # The first timed out; the second was not sent: it waits behind the healthy one.
+        assert hanging.connections() == 1
+        assert ready_tasks() == [
+            ("deliver_webhook", to_healthy, 0),
+            ("retry_webhook", to_hung, tasks.BEHIND_PRIORITY),
+        ]
+        run_task(tasks.deliver_webhook, to_healthy)
+        assert WebhookDelivery.objects.get(delivery_id=to_healthy).status == "delivered"
+        hung.refresh_from_db()
+        healthy.refresh_from_db()
+        assert (hung.failing, healthy.failing) == (True, False)
+        # Its turn, when nothing else waits, is sent (and times out again).
+        run_task(tasks.retry_webhook, to_hung)
+        assert hanging.connections() == 2
+        retried = WebhookDelivery.objects.get(delivery_id=to_hung)
+        assert (retried.attempts, retried.last_response) == (1, "No answer: timed out")
+
+
+@allow_private()
+def test_copies_of_a_deliverys_task_end_once_it_is_sent(workspace, receiver):
+    """The sweeper enqueues a delivery again while it waits behind others: each copy of
+    its task goes behind as one task at most, and once it is sent every copy ends."""
+    webhook, _ = make_webhook(workspace, receiver.url)
+    Webhook.objects.filter(pk=webhook.pk).update(failing=True)
+    event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
+    delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
+    DBTaskResult.objects.all().delete()
+    for _copy in range(3):
+        tasks.deliver_webhook.enqueue(delivery_id)
+    for _copy in range(3):
+        run_task(tasks.deliver_webhook, delivery_id)
+    queued = ready_tasks()
+    assert 1 <= len(queued) <= 3
+    assert set(queued) == {("retry_webhook", delivery_id, tasks.BEHIND_PRIORITY)}
+    for _copy in queued:
+        run_task(tasks.retry_webhook, delivery_id)
+    assert len(receiver.answered()) == 1
+    assert WebhookDelivery.objects.get(delivery_id=delivery_id).status == "delivered"
+    assert ready_tasks() == []
+
+
 @allow_private()
 def test_a_receiver_that_is_down_is_retried(workspace):
     with running_receiver() as gone:
@@ -401,28 +539,64 @@ def test_a_delivery_refuses_a_private_address_when_private_is_not_allowed(worksp
     assert receiver.answered() == []
 
 
-def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, monkeypatch):
+def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, dns):
     """A name that resolved to a public address at registration and to loopback later."""
     port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
-    answers = {"now": "203.0.114.10"}
-    real = socket.getaddrinfo
-
-    def fake_dns(host, *args, **kwargs):  # the DNS is the boundary
-        if host == "hooks.example.com":
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers["now"], port))]
-        return real(host, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake_dns)
+    dns["hooks.example.com"] = "203.0.114.10"
     url = f"https://hooks.example.com:{port}/hook"
     assert addresses.resolve(url, allow_private=False).address == "203.0.114.10"
     make_webhook(workspace, url)
-    answers["now"] = "127.0.0.1"
+    dns["hooks.example.com"] = "127.0.0.1"
     _, delivery, attempted = deliver_one(workspace, url)
     assert attempted.outcome is not None
     assert attempted.outcome.excerpt.startswith(
         "Refused: The host resolves to an address that is not public"
     )
     assert receiver.answered() == []
+
+
+# IPv6 addresses that carry an IPv4 one (CONTRACT 8a, issue 27): each with the IPv4 it
+# reaches, judged by that IPv4 address.
+CARRYING_PRIVATE_IPV4 = [
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254 (cloud metadata)
+    "64:ff9b::10.0.0.1",  # NAT64 of 10.0.0.1
+    "64:ff9b:1::a00:1",  # local-use NAT64 (/96) of 10.0.0.1
+    "64:ff9b:1:a00:0:100::",  # local-use NAT64 (/48) of 10.0.0.1
+    "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+    "2002:a00:1::",  # 6to4 of 10.0.0.1
+    "::127.0.0.1",  # IPv4-compatible loopback
+    "::a9fe:a9fe",  # IPv4-compatible 169.254.169.254
+    "::ffff:169.254.169.254",  # IPv4-mapped
+    "::ffff:a00:1",  # IPv4-mapped 10.0.0.1, in hex
+    "2001:0:808:808::f5ff:fffe",  # Teredo: server 8.8.8.8, client 10.0.0.1
+    "2001:0:a00:1::f7f7:f7f7",  # Teredo: server 10.0.0.1, client 8.8.8.8
+]
+
+
+@pytest.mark.parametrize("address", CARRYING_PRIVATE_IPV4)
+def test_registration_refuses_an_ipv6_address_that_carries_a_private_ipv4(api_client, dns, address):
+    dns["carrier.example.com"] = address
+    for url in (f"https://[{address}]/hook", "https://carrier.example.com/hook"):
+        response = send(api_client, "POST", {**GOOD, "url": url}, HOOK)
+        error = assert_error(response, 400, "invalid", ["url"])
+        assert "WEBHOOK_ALLOW_PRIVATE" in error["fields"]["url"][0], url
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("address", CARRYING_PRIVATE_IPV4)
+def test_a_delivery_refuses_a_name_that_now_resolves_to_a_carried_private_ipv4(
+    workspace, dns, address
+):
+    dns["hooks.example.com"] = "203.0.114.10"
+    make_webhook(workspace, "https://hooks.example.com/hook")
+    dns["hooks.example.com"] = address
+    _, delivery, attempted = deliver_one(workspace, "https://hooks.example.com/hook")
+    assert attempted.outcome is not None
+    assert attempted.outcome.excerpt.startswith(
+        "Refused: The host resolves to an address that is not public"
+    ), attempted.outcome.excerpt
+    assert "WEBHOOK_ALLOW_PRIVATE" in attempted.outcome.excerpt
+    assert attempted.retry_at is not None  # not sent, counted as a failed attempt
 
 
 @pytest.mark.parametrize(
@@ -444,6 +618,15 @@ def test_dns_rebinding_is_refused_at_delivery(workspace, receiver, monkeypatch):
         ("fc00::1", False),
         ("::ffff:10.0.0.1", False),
         ("198.18.0.1", False),
+        *((address, False) for address in CARRYING_PRIVATE_IPV4),
+        ("::ffff:8.8.8.8", True),  # judged by the IPv4 each carries
+        ("::8.8.8.8", True),
+        ("64:ff9b::808:808", True),
+        ("2002:808:808::1", True),
+        ("2001:0:808:808::f7f7:f7f7", True),  # Teredo: server and client 8.8.8.8
+        ("::", False),
+        ("::1", False),
+        ("64:ff9b::e000:1", False),  # NAT64 of 224.0.0.1 (multicast)
     ],
 )
 def test_only_global_unicast_addresses_are_public(address, public):
@@ -470,6 +653,32 @@ def test_the_sweeper_enqueues_what_was_left_pending(workspace):
     call_command("sweep_webhooks", verbosity=0)
     queued = [result.args_kwargs["args"] for result in DBTaskResult.objects.all()]
     assert [delivery.delivery_id] in queued and [later.delivery_id] not in queued
+
+
+def test_the_sweeper_enqueues_retries_and_a_failing_webhooks_deliveries_behind(workspace):
+    """Its tasks do not crowd out the retries they stand for (issue 27)."""
+    answering, _ = make_webhook(workspace, PUBLIC_URL)
+    failing, _ = make_webhook(workspace, PUBLIC_URL)
+    Webhook.objects.filter(pk=failing.pk).update(failing=True)
+    overdue = timezone.now() - timedelta(seconds=61)
+    first, retried = (
+        WebhookDelivery.objects.get(
+            event=audit.record(workspace.pk, audit.USER_GROUP_CREATED), webhook=answering
+        )
+        for _ in range(2)
+    )
+    WebhookDelivery.objects.filter(webhook=answering).update(next_attempt_at=overdue)
+    WebhookDelivery.objects.filter(pk=retried.pk).update(attempts=2)
+    WebhookDelivery.objects.filter(webhook=failing).update(next_attempt_at=overdue)
+    behind = {
+        delivery.delivery_id for delivery in WebhookDelivery.objects.filter(webhook=failing)
+    } | {retried.delivery_id}
+    DBTaskResult.objects.all().delete()
+    call_command("sweep_webhooks", verbosity=0)
+    assert sorted(ready_tasks()) == sorted(
+        [("deliver_webhook", first.delivery_id, 0)]
+        + [("retry_webhook", delivery_id, tasks.BEHIND_PRIORITY) for delivery_id in behind]
+    )
 
 
 def test_a_claimed_delivery_is_not_sent_by_a_second_worker(workspace):
@@ -513,6 +722,15 @@ def test_redeliver_sends_a_failed_delivery_again_with_its_id(
         {"WEBHOOK_LEASE_SECONDS": True},
         {"WEBHOOK_TASK_BACKEND": ""},
         {"WEBHOOK_TIMEOUT_SECONDS": 30, "WEBHOOK_LEASE_SECONDS": 30},
+        {"WEBHOOK_CONNECT_TIMEOUT_SECONDS": 0},
+        {"WEBHOOK_CONNECT_TIMEOUT_SECONDS": "3"},
+        {"WEBHOOK_CONNECT_TIMEOUT_SECONDS": None},
+        # Connecting and reading may take 40 s: a lease of 35 s could end mid-send.
+        {
+            "WEBHOOK_CONNECT_TIMEOUT_SECONDS": 10,
+            "WEBHOOK_TIMEOUT_SECONDS": 30,
+            "WEBHOOK_LEASE_SECONDS": 35,
+        },
     ],
 )
 def test_bad_webhook_settings_are_reported(given):

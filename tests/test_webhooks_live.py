@@ -7,14 +7,20 @@ restarted; on PostgreSQL its database connections are terminated under it.
 The ledger is what the database committed (``export_audit``): every event of it must
 reach the receiver at least once, every copy of one event with the same ``webhook-id``
 and a signature ``standardwebhooks`` verifies. The counts are printed (``-s``).
+
+Then a healthy receiver beside three that accept and never answer, with one worker: how
+long the healthy one's events take to arrive (issue 27) is printed, and bounded.
 """
 
 import json
+import math
 import os
 import signal
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,13 +31,20 @@ from tests.support import postgres
 from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, manage, server_env
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
-from tests.support.webhook_receiver import Behaviour, ReceiverServer
+from tests.support.webhook_receiver import (
+    Behaviour,
+    ReceiverServer,
+    hanging_receiver,
+    running_receiver,
+)
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 RECEIVER_DOWN_SECONDS = 20
 
-LIVE_DATABASE = "webhooklive"
+# The run's own database on the server DATABASE_URL names, named after the one it names,
+# so that runs against different databases of one server do not collide.
+LIVE_DATABASE = f"{urlsplit(os.environ.get('DATABASE_URL', '')).path.strip('/')}_webhooklive"
 
 
 @pytest.fixture
@@ -245,3 +258,106 @@ def test_every_committed_event_is_delivered_at_least_once_through_faults(databas
         print(f"  {name}: {value}")
     print(f"  delivery states: {states}")
     assert "'pending'" not in states and "'failed'" not in states
+
+
+# A healthy receiver beside hanging ones (issue 27): an event every half second.
+HANGING_RECEIVERS = 3
+LAG_EVENTS = 60
+LAG_EVENT_SPACING = 0.5
+# How long after the last event the healthy receiver is waited for.
+LAG_GRACE_SECONDS = 40
+LAG_TARGET_SECONDS = 5.0
+# One worker, with test-sized timeouts: a healthy delivery waits behind each hanging
+# receiver's first attempt (before it is known to hang), then behind one attempt at most.
+ONE_WORKER = {
+    "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
+    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "1",
+}
+# A worker more than the receivers that hang, with the default timeouts (3 s, 10 s): a
+# hanging receiver holds one worker at most, and one is left for the healthy one.
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile of ``values``."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
+
+
+@pytest.mark.parametrize(
+    ("workers", "timeouts"),
+    [(1, ONE_WORKER), (HANGING_RECEIVERS + 1, {})],
+    ids=["one-worker", "a-worker-more-default-timeouts"],
+)
+def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(
+    database, tmp_path, workers, timeouts
+):
+    database_url, kind = database
+    env = server_env(
+        database_url,
+        DJANGO_WEBHOOK_ALLOW_PRIVATE="true",
+        USERGROUPS_LOG_LEVEL="WARNING",
+        **timeouts,
+    )
+    manage(env, "migrate", "--noinput")
+    key = manage(env, "create_api_key", "--workspace", "live").strip()
+    logs = [tmp_path / f"worker-{number}.log" for number in range(workers)]
+    pool = [
+        ManageProcess(
+            env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
+        )
+        for log in logs
+    ]
+    made: dict[str, float] = {}  # user_group_id -> when the API answered (Unix seconds)
+    with ExitStack() as stack:
+        hanging = [stack.enter_context(hanging_receiver()) for _ in range(HANGING_RECEIVERS)]
+        healthy = stack.enter_context(running_receiver())
+        site = stack.enter_context(Gunicorn(env, tmp_path / "gunicorn.log", 1))
+        # The hanging ones registered first: each event's deliveries to them come first.
+        for url in [receiver.url for receiver in hanging] + [healthy.url]:
+            status, body = call_api(
+                site.base_url,
+                key,
+                "POST",
+                {"url": url, "events": ["user_group"], "description": "lag"},
+                path="/api/user/webhook",
+            )
+            assert status == 200, body
+        for worker in pool:
+            worker.start()
+            stack.callback(worker.kill, signal.SIGKILL)  # not to wait out an attempt
+        for log in logs:
+            assert wait_for(lambda log=log: "Starting worker" in log.read_text(), 60), "no worker"
+        started = time.monotonic()
+        for number in range(LAG_EVENTS):
+            status, answer = call_api(site.base_url, key, "GET", {"user_group_id": f"lag-{number}"})
+            assert status == 200 and answer["new_user_group"], answer
+            made[f"lag-{number}"] = time.time()
+            time.sleep(max(0.0, started + (number + 1) * LAG_EVENT_SPACING - time.monotonic()))
+
+        def arrivals() -> dict[str, float]:
+            """How long each event took to first reach the healthy receiver, by group."""
+            first: dict[str, float] = {}
+            for got in healthy.answered():
+                data = json.loads(got.body)["data"]
+                at = datetime.fromisoformat(data["at"].replace("Z", "+00:00")).timestamp()
+                lag = got.at - at
+                first[data["user_group_id"]] = min(first.get(data["user_group_id"], lag), lag)
+            return first
+
+        wait_for(lambda: len(arrivals()) == LAG_EVENTS, LAG_GRACE_SECONDS, step=0.2)
+        given_up = time.time()
+        delivered = arrivals()
+        hung = sum(receiver.connections() for receiver in hanging)
+    # An event that never arrived counts with the time it waited (a lower bound).
+    lags = {group_id: delivered.get(group_id, given_up - at) for group_id, at in made.items()}
+    missing = LAG_EVENTS - len(delivered)
+    values = list(lags.values())
+    print(
+        f"\nhealthy webhook beside {HANGING_RECEIVERS} hanging ones, {workers} worker(s), "
+        f"{timeouts or 'default timeouts'}, {kind}: "
+        f"{LAG_EVENTS} events {LAG_EVENT_SPACING} s apart; lag p50 "
+        f"{percentile(values, 0.5):.2f} s, p99 {percentile(values, 0.99):.2f} s, max "
+        f"{max(values):.2f} s; connections to the hanging receivers: {hung}; missing: {missing}"
+    )
+    assert missing == 0
+    assert percentile(values, 0.99) < LAG_TARGET_SECONDS

@@ -33,6 +33,7 @@ _INTEGER_SETTINGS = {
 }
 # Setting -> (smallest, largest) number of seconds allowed (int or float, above 0).
 _SECONDS_SETTINGS = {
+    "WEBHOOK_CONNECT_TIMEOUT_SECONDS": (0, None),
     "WEBHOOK_TIMEOUT_SECONDS": (0, None),
     # The contract's first retry comes within 15 seconds.
     "WEBHOOK_RETRY_BASE_SECONDS": (0, 15),
@@ -308,12 +309,20 @@ def check_webhook_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMes
         if not number or value <= above or (most is not None and value > most):
             bound = f" and at most {most}" if most is not None else ""
             problems.append(f"USERGROUPS[{name!r}] must be a number of seconds above 0{bound}.")
-    timeout = options.get("WEBHOOK_TIMEOUT_SECONDS", DEFAULTS["WEBHOOK_TIMEOUT_SECONDS"])
-    lease = options.get("WEBHOOK_LEASE_SECONDS", DEFAULTS["WEBHOOK_LEASE_SECONDS"])
-    if all(type(value) in (int, float) for value in (timeout, lease)) and lease <= timeout:
+    connect, timeout, lease = (
+        options.get(name, DEFAULTS[name])
+        for name in (
+            "WEBHOOK_CONNECT_TIMEOUT_SECONDS",
+            "WEBHOOK_TIMEOUT_SECONDS",
+            "WEBHOOK_LEASE_SECONDS",
+        )
+    )
+    numbers = all(type(value) in (int, float) for value in (connect, timeout, lease))
+    if numbers and lease <= connect + timeout:
         # A send still going when its lease ends could be sent again beside it.
         problems.append(
-            "USERGROUPS['WEBHOOK_LEASE_SECONDS'] must be above WEBHOOK_TIMEOUT_SECONDS."
+            "USERGROUPS['WEBHOOK_LEASE_SECONDS'] must be above WEBHOOK_CONNECT_TIMEOUT_SECONDS "
+            "+ WEBHOOK_TIMEOUT_SECONDS."
         )
     backend = options.get("WEBHOOK_TASK_BACKEND", DEFAULTS["WEBHOOK_TASK_BACKEND"])
     if not isinstance(backend, str) or not backend:

@@ -59,7 +59,10 @@ DEFAULTS: dict[str, Any] = {
     # development); False: https to public addresses only, checked at registration and
     # at every delivery.
     "WEBHOOK_ALLOW_PRIVATE": False,
-    # Seconds a delivery may take (connect, then each read) before it counts as failed.
+    # Seconds a delivery may wait to connect, and then for each read of the answer,
+    # before it counts as failed: together they bound what a hanging receiver holds a
+    # worker for.
+    "WEBHOOK_CONNECT_TIMEOUT_SECONDS": 3,
     "WEBHOOK_TIMEOUT_SECONDS": 10,
     # Backoff: retry n waits BASE * 2**(n-1) seconds (at most MAX), jittered down to half
     # of it; the first retry comes within BASE (at most 15) seconds.
@@ -69,8 +72,9 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_MAX_ATTEMPTS": 8,
     # Failed deliveries in a row after which the webhook is disabled.
     "WEBHOOK_DISABLE_AFTER_FAILURES": 5,
-    # Seconds a worker holds a delivery it is sending; one left pending longer (a worker
-    # killed mid-send) is enqueued again by the sweeper.
+    # Seconds a worker holds a delivery it is sending, and its webhook (one attempt to a
+    # webhook at a time); one left pending longer (a worker killed mid-send) is enqueued
+    # again by the sweeper. Above the two timeouts together.
     "WEBHOOK_LEASE_SECONDS": 60,
     # The TASKS backend alias that runs deliveries.
     "WEBHOOK_TASK_BACKEND": "default",

@@ -334,6 +334,10 @@ class Webhook(models.Model):
     secret_sealed = models.CharField(max_length=64, editable=False)
     # Deliveries that ended "failed" in a row; a delivered one resets it.
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    # Its latest attempt got no 2xx answer: its deliveries run after other webhooks'.
+    failing = models.BooleanField(default=False, editable=False)
+    # Held by the one attempt in flight to it, until then (a lease, like a delivery's).
+    sending_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -2,8 +2,10 @@
 ``django-tasks`` backport on 5.2 (this is the one place that knows which).
 
 A task sends one delivery once (:func:`usergroups.services.webhooks.attempt`) and, when
-it is to be retried, enqueues itself for the time the backoff gives. A backend that
-cannot defer (``ImmediateBackend``) leaves the retry to the sweeper
+it is to be retried, enqueues :func:`retry_webhook` for the time the backoff gives. Retries,
+and the deliveries of a webhook whose latest attempt failed, run at a lower priority than
+first deliveries, so that a receiver that hangs delays its own deliveries only. A backend
+that cannot defer (``ImmediateBackend``) leaves the retry to the sweeper
 (``manage.py sweep_webhooks``), which also enqueues deliveries whose task was lost.
 The backend is ``USERGROUPS["WEBHOOK_TASK_BACKEND"]`` of ``TASKS``.
 """
@@ -12,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.dispatch import receiver
+from django.utils import timezone
 
 try:
     from django.tasks import task
@@ -29,22 +32,44 @@ logger = get_logger(__name__)
 #: The actor of what a delivery changes (a webhook disabled after failing).
 WORKER = audit_context.system("webhook_delivery")
 
+#: The priority of retries, and of deliveries to a webhook whose latest attempt failed:
+#: below the default (0), so a worker takes every other delivery first and a receiver
+#: that hangs delays only its own deliveries.
+BEHIND_PRIORITY = -10
+
 
 @task()
 def deliver_webhook(delivery_id: str) -> None:
-    """Send one delivery, and enqueue its retry if it needs one."""
+    """Send one delivery the first time (unless its webhook is failing: then behind the
+    others), and enqueue its retry if it needs one."""
+    _deliver(delivery_id, first=True)
+
+
+@task()
+def retry_webhook(delivery_id: str) -> None:
+    """Send one delivery again (at :data:`BEHIND_PRIORITY`), and enqueue its next retry."""
+    _deliver(delivery_id, first=False)
+
+
+def _deliver(delivery_id: str, first: bool) -> None:
     with audit_context.acting(WORKER):
-        attempted = webhooks.attempt(delivery_id)
+        attempted = webhooks.attempt(delivery_id, first=first)
     if attempted.retry_at is not None:
-        enqueue(delivery_id, run_after=attempted.retry_at)
+        enqueue(delivery_id, run_after=attempted.retry_at, behind=attempted.behind)
 
 
-def enqueue(delivery_id: str, run_after: datetime | None = None) -> bool:
-    """Enqueue the delivery's task (at ``run_after``); False when the backend cannot
-    defer it, which leaves it to the sweeper."""
-    deliver = deliver_webhook.using(backend=usergroups_settings.WEBHOOK_TASK_BACKEND)
-    if run_after is not None:
-        if not deliver.get_backend().supports_defer:
+def enqueue(delivery_id: str, run_after: datetime | None = None, behind: bool = False) -> bool:
+    """Enqueue the delivery's task (at ``run_after``; ``behind`` other deliveries when the
+    backend has priorities); False when the backend cannot defer it, which leaves it to
+    the sweeper."""
+    deliver = (retry_webhook if behind else deliver_webhook).using(
+        backend=usergroups_settings.WEBHOOK_TASK_BACKEND
+    )
+    backend = deliver.get_backend()
+    if behind and backend.supports_priority:
+        deliver = deliver.using(priority=BEHIND_PRIORITY)
+    if run_after is not None and run_after > timezone.now():
+        if not backend.supports_defer:
             return False
         deliver = deliver.using(run_after=run_after)
     deliver.enqueue(delivery_id)
@@ -59,9 +84,9 @@ def enqueue_due(sender: Any, delivery_ids: list[str], **kwargs: Any) -> None:
 
 def sweep(limit: int = 1000) -> int:
     """Enqueue every pending delivery that is due: how many."""
-    due = webhooks.due_delivery_ids(limit)
-    for delivery_id in due:
-        enqueue(delivery_id)
+    due = webhooks.due_deliveries(limit)
+    for delivery_id, behind in due:
+        enqueue(delivery_id, behind=behind)
     if due:
         logger.info("Enqueued %s due webhook delivery(ies) again", len(due))
     return len(due)

@@ -2,9 +2,12 @@
 keeps every request it gets and answers as the test says (a status, a hang, a redirect).
 
 Used in-process by tests/test_webhooks.py and as the receiver of the live fault test
-(tests/test_webhooks_live.py), where a worker process delivers to it.
+(tests/test_webhooks_live.py), where a worker process delivers to it. Beside it, the
+endpoints that hold a sender up: one that accepts and never answers, and one that never
+lets a connection complete.
 """
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -117,3 +120,53 @@ def running_receiver(port: int = 0) -> Iterator[Receiver]:
         yield server.start()
     finally:
         server.stop()
+
+
+class HangingReceiver:
+    """A receiver that accepts every connection and never answers (nor reads): an
+    attempt to it waits for its read timeout. Counts the connections it accepted."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server((HOST, 0), backlog=128)
+        self.url = f"http://{HOST}:{self.listener.getsockname()[1]}/hook"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.held.append(connection)
+
+    def connections(self) -> int:
+        return len(self.held)
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.held:
+            connection.close()
+
+
+@contextmanager
+def hanging_receiver() -> Iterator[HangingReceiver]:
+    receiver = HangingReceiver()
+    try:
+        yield receiver
+    finally:
+        receiver.close()
+
+
+@contextmanager
+def unreachable_url() -> Iterator[str]:
+    """A URL on ``HOST`` where a connection never completes, as behind a firewall that
+    drops packets: the port's accept queue (one place) is full and never emptied, so the
+    kernel drops the new connections' SYNs."""
+    listener = socket.create_server((HOST, 0), backlog=0)
+    filler = socket.create_connection(listener.getsockname()[:2])
+    try:
+        yield f"http://{HOST}:{listener.getsockname()[1]}/hook"
+    finally:
+        filler.close()
+        listener.close()

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.db import router, transaction
-from django.db.models import F
+from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 from usergroups import crypto
@@ -113,7 +113,7 @@ def change_webhook(pk: int, *, description: str, disabled: bool) -> None:
     with _atomic():
         changes: dict[str, object] = {"description": description}
         if not disabled:
-            changes.update(disabled=False, consecutive_failures=0)
+            changes.update(disabled=False, consecutive_failures=0, failing=False)
         Webhook.objects.filter(pk=pk).update(**changes)
 
 
@@ -159,18 +159,48 @@ def payload(delivery: WebhookDelivery) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def claim(delivery_id: str, now: datetime) -> bool:
+def claim(delivery_id: str, now: datetime, attempts: int | None = None) -> bool:
     """Take a due pending delivery for one attempt: count it and move ``next_attempt_at``
-    past the lease, so no other worker sends it meanwhile (one UPDATE)."""
-    lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
+    past the lease, so no other worker sends it meanwhile (one UPDATE); with
+    ``attempts``, only if it has had that many still."""
+    due = WebhookDelivery.objects.filter(
+        delivery_id=delivery_id, status=WebhookDelivery.PENDING, next_attempt_at__lte=now
+    )
+    if attempts is not None:
+        due = due.filter(attempts=attempts)
     with _atomic():
         return bool(
-            WebhookDelivery.objects.filter(
-                delivery_id=delivery_id,
-                status=WebhookDelivery.PENDING,
-                next_attempt_at__lte=now,
-            ).update(attempts=F("attempts") + 1, last_attempt_at=now, next_attempt_at=now + lease)
+            due.update(attempts=F("attempts") + 1, last_attempt_at=now, next_attempt_at=_lease(now))
         )
+
+
+def _lease(now: datetime) -> datetime:
+    return now + timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
+
+
+def hold(webhook: Webhook, now: datetime) -> datetime | None:
+    """Hold ``webhook`` for one attempt: at most one attempt is in flight to a webhook, so
+    a receiver that hangs holds one worker, never all of them. Until when it is held (a
+    lease, over on its own if the worker dies), or None if another attempt holds it."""
+    until = _lease(now)
+    free = Q(sending_until__isnull=True) | Q(sending_until__lte=now)
+    with _atomic():
+        held = Webhook.objects.filter(free, pk=webhook.pk).update(sending_until=until)
+    return until if held else None
+
+
+def _release(webhook: Webhook, until: datetime, outcome: sending.Outcome | None) -> None:
+    """End the hold taken until ``until`` (if still ours) and record how the attempt went,
+    if one was made: a delivered one also starts the count of failed deliveries over."""
+    changes: dict[str, object] = {
+        "sending_until": Case(When(sending_until=until, then=None), default=F("sending_until"))
+    }
+    if outcome is not None:
+        changes["failing"] = not outcome.delivered
+        if outcome.delivered:
+            changes["consecutive_failures"] = 0
+    with _atomic():
+        Webhook.objects.filter(pk=webhook.pk).update(**changes)
 
 
 def _send(delivery: WebhookDelivery) -> sending.Outcome:
@@ -188,34 +218,81 @@ def _send(delivery: WebhookDelivery) -> sending.Outcome:
         return sending.Outcome(None, f"Refused: {exc}")
     body = payload(delivery)
     headers = signing.headers(secret, delivery.delivery_id, int(time.time()), body)
-    timeout = float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS)
-    return sending.post(target, body, headers, timeout)
+    timeouts = sending.Timeouts(
+        connect=float(usergroups_settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS),
+        read=float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS),
+    )
+    return sending.post(target, body, headers, timeouts)
+
+
+#: Seconds a delivery waits when another attempt to its webhook, which answers, is in flight.
+BUSY_WAIT_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
 class Attempted:
-    """What :func:`attempt` did: ``outcome`` None when the delivery was not due (sent,
-    given up, or held by another worker); ``retry_at`` when it is to be tried again."""
+    """What :func:`attempt` did: ``outcome`` None when nothing was sent (not due: sent,
+    given up or held by another worker; or its turn not come); ``retry_at`` when it is to
+    be tried again, ``behind`` when then after other webhooks' deliveries (its webhook
+    is failing, or this was a retry)."""
 
     outcome: sending.Outcome | None
     retry_at: datetime | None = None
+    behind: bool = False
 
 
-def attempt(delivery_id: str) -> Attempted:
+def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
     """Send a due delivery once and record how it went: delivered; pending with the next
     attempt's time; or failed, after WEBHOOK_MAX_ATTEMPTS (the webhook is disabled after
-    WEBHOOK_DISABLE_AFTER_FAILURES failed deliveries in a row)."""
+    WEBHOOK_DISABLE_AFTER_FAILURES failed deliveries in a row).
+
+    Nothing is sent while another attempt to the same webhook is in flight (it waits
+    its turn), nor, for a ``first`` turn, when the webhook's latest attempt failed: it
+    goes behind the deliveries of webhooks that answer, so a receiver that hangs
+    delays only its own deliveries."""
     now = timezone.now()
-    if not claim(delivery_id, now):
-        return Attempted(None)
     delivery = (
         WebhookDelivery.objects.select_related("webhook", "event")
-        .filter(delivery_id=delivery_id)
+        .filter(delivery_id=delivery_id, status=WebhookDelivery.PENDING, next_attempt_at__lte=now)
         .first()
     )
-    if delivery is None:  # its webhook was deleted meanwhile
+    if delivery is None:  # not due, or its webhook deleted meanwhile
         return Attempted(None)
-    outcome = _send(delivery)
+    webhook = delivery.webhook
+    if first and webhook.failing:
+        return _turn_later(delivery, now, behind=True)
+    until = hold(webhook, now)
+    if until is None:
+        wait = timedelta(seconds=BUSY_WAIT_SECONDS)
+        if webhook.failing and webhook.sending_until is not None:
+            wait = max(webhook.sending_until - now, wait)  # after the attempt that hangs
+        return _turn_later(delivery, now + wait, behind=webhook.failing or not first)
+    outcome = None
+    try:
+        if not claim(delivery_id, now, attempts=delivery.attempts):
+            return Attempted(None)
+        delivery.attempts += 1
+        outcome = _send(delivery)
+        return _record(delivery, outcome, now)
+    finally:
+        _release(webhook, until, outcome)
+
+
+def _turn_later(delivery: WebhookDelivery, at: datetime, behind: bool) -> Attempted:
+    """Put off a delivery's turn (not an attempt) to ``at``. A delivery may have several
+    tasks (the sweeper's among them): the one that moves its due time (a compare-and-swap
+    on it) enqueues the next, the others end."""
+    with _atomic():
+        moved = WebhookDelivery.objects.filter(
+            pk=delivery.pk,
+            status=WebhookDelivery.PENDING,
+            next_attempt_at=delivery.next_attempt_at,
+        ).update(next_attempt_at=at)
+    return Attempted(None, retry_at=at, behind=behind) if moved else Attempted(None)
+
+
+def _record(delivery: WebhookDelivery, outcome: sending.Outcome, now: datetime) -> Attempted:
+    """Write how an attempt went, the delivery's new state and the webhook's failures."""
     state = {
         "last_status_code": outcome.status,
         "last_response": outcome.excerpt,
@@ -226,40 +303,42 @@ def attempt(delivery_id: str) -> Attempted:
     if outcome.delivered:
         with _atomic():
             pending.update(status=WebhookDelivery.DELIVERED, **state)
-            Webhook.objects.filter(pk=webhook.pk, consecutive_failures__gt=0).update(
-                consecutive_failures=0
-            )
         return Attempted(outcome)
     if delivery.attempts < usergroups_settings.WEBHOOK_MAX_ATTEMPTS and not webhook.disabled:
         retry_at = timezone.now() + backoff(delivery.attempts)
         with _atomic():
             pending.update(next_attempt_at=retry_at, **state)
-        return Attempted(outcome, retry_at)
+        return Attempted(outcome, retry_at, behind=True)
     with _atomic():
         pending.update(status=WebhookDelivery.FAILED, **state)
         Webhook.objects.filter(pk=webhook.pk).update(
             consecutive_failures=F("consecutive_failures") + 1
         )
         failures = Webhook.objects.values_list("consecutive_failures", flat=True).get(pk=webhook.pk)
-    logger.warning("Webhook delivery %s failed after %s attempt(s)", delivery_id, delivery.attempts)
+    logger.warning(
+        "Webhook delivery %s failed after %s attempt(s)", delivery.delivery_id, delivery.attempts
+    )
     limit = usergroups_settings.WEBHOOK_DISABLE_AFTER_FAILURES
     if failures >= limit and not webhook.disabled:
         disable_webhook(webhook, f"{failures} deliveries failed in a row")
     return Attempted(outcome)
 
 
-def due_delivery_ids(limit: int = 1000) -> list[str]:
+def due_deliveries(limit: int = 1000) -> list[tuple[str, bool]]:
     """Pending deliveries overdue by a lease (WEBHOOK_LEASE_SECONDS): their task lost, or
     their worker killed mid-send and its lease over. A retry whose task is queued runs
-    when due, so it is not taken again meanwhile. Oldest first, for the sweeper."""
+    when due, so it is not taken again meanwhile. Oldest first, for the sweeper: each id,
+    and whether it goes behind other deliveries (a retry, or its webhook failing), so
+    that the sweeper's tasks never crowd out the retries they stand for."""
     lease = timedelta(seconds=float(usergroups_settings.WEBHOOK_LEASE_SECONDS))
-    return list(
+    rows = (
         WebhookDelivery.objects.filter(
             status=WebhookDelivery.PENDING, next_attempt_at__lte=timezone.now() - lease
         )
         .order_by("next_attempt_at")
-        .values_list("delivery_id", flat=True)[:limit]
+        .values_list("delivery_id", "attempts", "webhook__failing")[:limit]
     )
+    return [(delivery_id, attempts > 0 or failing) for delivery_id, attempts, failing in rows]
 
 
 def redeliver(pks: Iterable[int]) -> int:
