@@ -9,6 +9,7 @@ host code, SQL typed by an operator on a connection of its own, another process.
 """
 
 import functools
+import io
 import os
 import signal
 import subprocess
@@ -21,10 +22,12 @@ import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.support import ROOT
+from tests.support.admin import admin_url
 from tests.support.api import client_for, get_or_create, send
 from tests.support.embed import dashboard, minted, revoke
 from tests.support.factories import APIKeyFactory, UserGroupFactory
@@ -177,7 +180,7 @@ def test_a_key_revoked_by_its_command_ends_its_tokens_and_itself(site) -> None:
     token = minted(client, group.provided_id)
     heard_by_now(token)
     assert keys.find_api_key(key.key) is not None
-    call_command("revoke_api_key", key.prefix, stdout=open(os.devnull, "w"))
+    call_command("revoke_api_key", key.prefix, stdout=io.StringIO())
     assert is_refused(token)
     assert send(client, "GET", path="/api/user/list").status_code == 401
 
@@ -398,3 +401,22 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
         os.kill(stopped.pid, signal.SIGCONT)
         stopped.kill()
         stopped.wait(10)
+
+
+@on_postgresql
+def test_a_revocation_in_the_admin_is_in_force_at_its_answer(site, admin_user) -> None:
+    key, group = site
+    token = remembered_token(key, group)
+    admin = Client()
+    admin.force_login(admin_user)
+    response = admin.post(admin_url("usergroup", "revoke_embed_tokens", group.pk))
+    assert response.status_code == 302
+    assert is_refused(token)
+
+
+@on_postgresql
+def test_a_key_rotated_away_by_its_command_ends_its_tokens_at_once(site) -> None:
+    key, group = site
+    token = remembered_token(key, group)
+    call_command("rotate_api_key", key.prefix, "--grace-hours", "0", stdout=io.StringIO())
+    assert is_refused(token)

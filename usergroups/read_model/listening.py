@@ -90,10 +90,6 @@ class Listener:
         os.close(self._wake_read)
         os.close(self._wake_write)
 
-    @property
-    def listening(self) -> bool:
-        return self._connection is not None
-
     def trusted(self) -> bool:
         """Read what has arrived (no waiting), then whether memory may answer now."""
         if not self._lock.acquire(timeout=STALE_SECONDS):
@@ -109,7 +105,10 @@ class Listener:
     def catch_up(self) -> bool:
         """Wait (at most :data:`CATCH_UP_SECONDS`) for a heartbeat begun after now, so
         what this process committed before the call has been heard. False, and memory
-        forgotten, if none came."""
+        forgotten, if none came. Not listening: nothing held is trusted, and listening
+        again forgets it all, so there is nothing to wait for."""
+        if self._connection is None:
+            return False
         wanted = time.monotonic()
         os.write(self._wake_write, b"x")
         with self._synced:
