@@ -154,6 +154,10 @@ def test_an_api_key_and_a_group_cost_no_query_once_read(site) -> None:
             break
     assert response.status_code == 200
     assert len(captured) == 0, [q["sql"] for q in captured]
+    # A key's use alone changes nothing a read depends on: nothing is forgotten.
+    outside_sql("UPDATE usergroups_apikey SET last_used_at = now()")
+    time.sleep(OUTSIDE_WRITE_SECONDS)
+    assert queries_of(lambda: get_or_create(client, body)) == 0
 
 
 @on_postgresql

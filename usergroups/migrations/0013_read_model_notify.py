@@ -2,8 +2,10 @@
 table that a hot read depends on (a mint's webhooks included) notifies channel
 ``usergroups`` with the id of the workspace it belongs to, in the writing transaction, whoever writes (the app, another
 host, SQL typed by an operator). PostgreSQL sends one notification per distinct payload
-of a transaction, so a bulk change costs one. An API key's ``last_used_at`` alone is not
-a change the reads depend on: its update notifies nothing."""
+of a transaction, so a bulk change costs one. An update that changes nothing a read
+depends on (an API key's ``last_used_at`` alone, say) notifies nothing; the trigger
+function compares the rows, so no column is named in a trigger's definition, which would
+keep later migrations from changing its type."""
 
 from django.db import migrations
 
@@ -18,13 +20,34 @@ _BY_WORKSPACE = (
     ("RevokedEmbedToken", "workspace_id"),
     ("Webhook", "workspace_id"),
 )
-# Columns no read depends on, written often (a key's use, a receiver's failures).
-_NOT_NOTIFYING = {"APIKey": {"last_used_at"}, "Webhook": {"consecutive_failures"}}
+# Columns no read depends on, written often (a key's use; a receiver's failures, its turn
+# and its failing mark): an update of these alone notifies nothing.
+_NOT_NOTIFYING = {
+    "APIKey": {"last_used_at"},
+    "Webhook": {"consecutive_failures", "sending_until", "failing"},
+}
 
 _FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION usergroups_notify_workspace() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    old_row jsonb;
+    new_row jsonb;
 BEGIN
+    -- TG_ARGV[0]: the column naming the workspace; the others: columns whose change alone
+    -- no read depends on. Compared here, not in the trigger's definition, so that a later
+    -- migration may still change those columns' types.
+    IF TG_OP = 'UPDATE' THEN
+        old_row := to_jsonb(OLD);
+        new_row := to_jsonb(NEW);
+        FOR i IN 1 .. TG_NARGS - 1 LOOP
+            old_row := old_row - TG_ARGV[i];
+            new_row := new_row - TG_ARGV[i];
+        END LOOP;
+        IF old_row = new_row THEN
+            RETURN NULL;
+        END IF;
+    END IF;
     IF TG_OP <> 'INSERT' THEN
         PERFORM pg_notify('{CHANNEL}', to_jsonb(OLD) ->> TG_ARGV[0]);
     END IF;
@@ -72,23 +95,15 @@ def create_triggers(apps, schema_editor):
     groups = apps.get_model("usergroups", "UserGroup")._meta.db_table
     for model, column in _tables(apps):
         table = model._meta.db_table
-        skipped = _NOT_NOTIFYING.get(model.__name__, set())
-        if skipped:
-            columns = ", ".join(
-                quote(field.column)
-                for field in model._meta.concrete_fields
-                if field.name not in skipped
-            )
-            events = f"INSERT OR DELETE OR UPDATE OF {columns}"
-        else:
-            events = "INSERT OR UPDATE OR DELETE"
         if column is None:
             function = f"usergroups_notify_group_workspace('group_id', '{groups}')"
         else:
-            function = f"usergroups_notify_workspace('{column}')"
+            skipped = sorted(_NOT_NOTIFYING.get(model.__name__, set()))
+            arguments = ", ".join(f"'{name}'" for name in [column, *skipped])
+            function = f"usergroups_notify_workspace({arguments})"
         schema_editor.execute(
-            f"CREATE TRIGGER usergroups_read_model AFTER {events} ON {quote(table)}"
-            f" FOR EACH ROW EXECUTE FUNCTION {function}"
+            f"CREATE TRIGGER usergroups_read_model AFTER INSERT OR UPDATE OR DELETE"
+            f" ON {quote(table)} FOR EACH ROW EXECUTE FUNCTION {function}"
         )
         schema_editor.execute(
             f"CREATE TRIGGER usergroups_read_model_truncate AFTER TRUNCATE ON {quote(table)}"
