@@ -80,8 +80,10 @@ class RequestSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         given = [name for name in self.exactly_one_of if name in attrs]
         if self.exactly_one_of and len(given) != 1:
-            message = _("Give exactly one of %(names)s.") % {
-                "names": ", ".join(self.exactly_one_of)
+            *first, last = self.exactly_one_of
+            message = _("Give exactly one of %(names)s and %(last)s.") % {
+                "names": ", ".join(first),
+                "last": last,
             }
             raise serializers.ValidationError(
                 {name: [message] for name in given or self.exactly_one_of}
