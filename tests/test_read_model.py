@@ -180,9 +180,7 @@ def test_a_revocation_through_the_api_is_in_force_at_its_answer(site, axis) -> N
 @on_postgresql
 def test_a_key_revoked_by_its_command_ends_its_tokens_and_itself(site) -> None:
     key, group = site
-    client = client_for(key.key)
-    token = minted(client, group.provided_id)
-    heard_by_now(token)
+    client, token = client_for(key.key), remembered_token(key, group)
     assert keys.find_api_key(key.key) is not None
     call_command("revoke_api_key", key.prefix, stdout=io.StringIO())
     assert is_refused(token)
@@ -192,9 +190,7 @@ def test_a_key_revoked_by_its_command_ends_its_tokens_and_itself(site) -> None:
 @on_postgresql
 def test_a_change_through_the_api_is_seen_at_its_answer(site) -> None:
     key, group = site
-    client = client_for(key.key)
-    token = minted(client, group.provided_id)
-    heard_by_now(token)
+    client, token = client_for(key.key), remembered_token(key, group)
     body = {"user_group_id": group.provided_id, "properties": {"region": "DE"}}
     assert send(client, "PUT", body).status_code == 200
     assert dashboard(token).json()["variables"] == {"region": "DE"}
