@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from usergroups.conf import DEFAULTS, REMOVED
 from usergroups.crypto import token_secrets
 from usergroups.embed.keys import SigningKeyError, given_key
+from usergroups.read_model import looks_pooled
 
 MIN_SECRET_LENGTH = 32
 
@@ -366,9 +367,7 @@ def check_read_model(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
                 )
             ]
         return []
-    if alias is None and database.get("DISABLE_SERVER_SIDE_CURSORS"):
-        # What Django's docs prescribe behind a pooler in transaction mode, where LISTEN
-        # is lost between transactions: the read model would never be trusted.
+    if looks_pooled(database, alias):
         return [
             Warning(
                 "The default database looks pooled in transaction mode"

@@ -15,7 +15,7 @@ process has heard it.
 
 import os
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 from django.core.signals import setting_changed
@@ -26,7 +26,15 @@ from usergroups.conf import usergroups_settings
 from usergroups.read_model.listening import APPLICATION_NAME, Listener
 from usergroups.read_model.memory import MISSING, Memory
 
-__all__ = ["catch_up", "enabled", "listen_alias", "process_listener", "remember", "stop"]
+__all__ = [
+    "catch_up",
+    "enabled",
+    "listen_alias",
+    "looks_pooled",
+    "process_listener",
+    "remember",
+    "stop",
+]
 
 T = TypeVar("T")
 
@@ -46,10 +54,15 @@ def enabled() -> bool:
     if usergroups_settings.READ_MODEL is False:
         return False
     database = connections[listen_alias()]
-    pooled = usergroups_settings.LISTEN_DATABASE is None and database.settings_dict.get(
-        "DISABLE_SERVER_SIDE_CURSORS"
-    )
+    pooled = looks_pooled(database.settings_dict, usergroups_settings.LISTEN_DATABASE)
     return database.vendor == "postgresql" and not pooled
+
+
+def looks_pooled(default_database: Mapping[str, Any], listen_database: str | None) -> bool:
+    """Whether a process would listen through a pooler in transaction mode, where LISTEN
+    is lost between transactions: no ``LISTEN_DATABASE`` named, and the default database
+    set as Django's docs prescribe behind one (``DISABLE_SERVER_SIDE_CURSORS``)."""
+    return listen_database is None and bool(default_database.get("DISABLE_SERVER_SIDE_CURSORS"))
 
 
 def _connect() -> Any:
