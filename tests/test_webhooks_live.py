@@ -42,9 +42,19 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 RECEIVER_DOWN_SECONDS = 20
 
-# The run's own database on the server DATABASE_URL names, named after the one it names,
-# so that runs against different databases of one server do not collide.
-LIVE_DATABASE = f"{urlsplit(os.environ.get('DATABASE_URL', '')).path.strip('/')}_webhooklive"
+# The run's own database on the server DATABASE_URL names, named after the one it names
+# and after the xdist worker, so that neither runs against other databases of one server
+# nor two workers' tests collide.
+LIVE_DATABASE = "_".join(
+    filter(
+        None,
+        (
+            urlsplit(os.environ.get("DATABASE_URL", "")).path.strip("/"),
+            "webhooklive",
+            os.environ.get("PYTEST_XDIST_WORKER"),
+        ),
+    )
+)
 
 
 @pytest.fixture
