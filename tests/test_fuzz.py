@@ -305,6 +305,23 @@ CLI_SEED = 2026
 FUZZ_PARENT = "fuzz-parent"
 
 
+#: The group valid rotations, updates and mints name (the hooks follow it).
+FUZZ_TARGET = "fuzz-target"
+
+
+def get_or_create(live, provided_id: str) -> dict:
+    """The user group ``provided_id`` of the live site, got or created over HTTP."""
+    request = urllib.request.Request(
+        f"{live.base_url}/api/user",
+        data=json.dumps({"user_group_id": provided_id}).encode(),
+        headers={**auth_header(live.keys["valid"]), "Content-Type": "application/json"},
+        method="GET",
+    )
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as answer:
+        assert answer.status == 200
+        return json.load(answer)["user_group"]
+
+
 def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
     """``schemathesis run`` against the served schema: all phases and checks, stateful
     testing through the links from get-or-create. The schema states what the API
@@ -312,14 +329,8 @@ def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
     a warning ("most generated requests are rejected by validation the schema does not
     state", "no links point to this operation"...) fails the run (``fail-on``).
     tests/support/schemathesis_hooks.py says what no schema can state."""
-    request = urllib.request.Request(
-        f"{live.base_url}/api/user",
-        data=json.dumps({"user_group_id": FUZZ_PARENT}).encode(),
-        headers={**auth_header(live.keys["valid"]), "Content-Type": "application/json"},
-        method="GET",
-    )
-    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as answer:
-        assert answer.status == 200
+    parent, target = (get_or_create(live, name) for name in (FUZZ_PARENT, FUZZ_TARGET))
+    assert parent["provided_id"] == FUZZ_PARENT and target["provided_id"] == FUZZ_TARGET
     config = tmp_path / "schemathesis.toml"
     # Links are the schema's own: inferred ones (dependency analysis pairs every
     # operation that answers an end user with every one that takes end_user_id, or list
@@ -334,6 +345,8 @@ def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
         "PYTHONPATH": str(ROOT),
         "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
         "USERGROUPS_FUZZ_PARENT": FUZZ_PARENT,
+        "USERGROUPS_FUZZ_TARGET": FUZZ_TARGET,
+        "USERGROUPS_FUZZ_TARGET_TOKEN": target["token"],
         "NO_PROXY": "*",
     }
     done = subprocess.run(

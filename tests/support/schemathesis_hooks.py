@@ -21,7 +21,12 @@ so that a refusal of valid data, or an acceptance of invalid data, is a real fin
 * the audit list's ``cursor`` is one the server made (``next_cursor``), and ``until``
   may not be before ``since``: the hooks leave the cursor out and put the two in order;
 * a webhook's ``url`` must resolve to a public address (the server resolves it): the
-  hooks give a public address literal, keeping the generated path.
+  hooks give a public address literal, keeping the generated path;
+* a rotation's ``current_token`` must be a group's live token and an update's
+  ``user_group_id`` a group's id, which random strings never are (only the stateful
+  phase's links reached them, and a warning then hung on that phase's course): valid
+  rotations, updates and mints name the test's target group (``USERGROUPS_FUZZ_TARGET``),
+  whose token and id the hooks follow through the answers.
 """
 
 import itertools
@@ -50,6 +55,52 @@ def _integers(value: Any) -> Any:
 #: Operations whose query string stands in for a body not sent (CONTRACT section 3), and
 #: the field it must then give.
 QUERY_FALLBACK = {"/api/user": "user_group_id", "/api/user/end-user": "end_user_id"}
+
+#: The target group as the server last answered it: its id and its token.
+_target: dict[str, str] = {}
+
+
+def _target_group() -> dict[str, str]:
+    if not _target:
+        _target.update(
+            user_group_id=os.environ["USERGROUPS_FUZZ_TARGET"],
+            current_token=os.environ["USERGROUPS_FUZZ_TARGET_TOKEN"],
+        )
+    return _target
+
+
+def _names_target(case: Any) -> bool:
+    return case.path in ("/api/user", "/api/user/embed-token") and case.method in ("POST", "PUT")
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: Any) -> None:
+    """A valid rotation, update or mint names the target as it is now (not when the case
+    was made: the coverage phase makes all its cases first)."""
+    meta = case.meta
+    if meta is None or meta.generation.mode is not GenerationMode.POSITIVE:
+        return
+    if _names_target(case) and isinstance(case.body, dict):
+        # Whichever way the body names a group (the schema's oneOf), it names the target.
+        for field, value in _target_group().items():
+            if field in case.body:
+                case.body[field] = value
+
+
+@schemathesis.hook
+def after_call(context: Any, case: Any, response: Any) -> None:
+    """Follow the target group through a rotation or an update that named it."""
+    if not _names_target(case) or response.status_code != 200:
+        return
+    group = response.json().get("user_group") or {}
+    named = case.body if isinstance(case.body, dict) else {}
+    target = _target_group()
+    if target["current_token"] == named.get("current_token") or (
+        target["user_group_id"] == named.get("user_group_id")
+    ):
+        for field, answer in (("user_group_id", "provided_id"), ("current_token", "token")):
+            if isinstance(group.get(answer), str):
+                target[field] = group[answer]
 
 
 @schemathesis.hook
