@@ -319,11 +319,11 @@ def test_a_failed_event_write_undoes_a_rotation(group, monkeypatch):
     assert (stored.token_digest, stored.embed_generation) == (group.token_digest, 0)
 
 
-def test_a_failed_event_write_undoes_a_deletion(workspace, failing_event_insert):
-    UserGroupFactory(workspace=workspace, provided_id="gone")
+def test_a_failed_event_write_undoes_a_deletion(group, failing_event_insert):
+    workspace = group.workspace
     with pytest.raises(IntegrityError), transaction.atomic():
-        services.groups.delete_group(workspace.pk, provided_id="gone")
-    assert UserGroup.objects.filter(provided_id="gone").exists()
+        services.groups.delete_group(workspace.pk, provided_id=group.provided_id)
+    assert UserGroup.objects.filter(pk=group.pk).exists()
 
 
 def test_a_failed_event_write_undoes_an_end_users_change(workspace, failing_event_insert):

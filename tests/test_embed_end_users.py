@@ -569,8 +569,10 @@ def test_a_group_id_handed_out_again_never_revives_a_token(api_client, workspace
     token = minted(api_client, group.provided_id)
     team_id, provided_id = group.pk, group.provided_id
     services.groups.delete_group(workspace.pk, provided_id=provided_id)
-    # Restored, or re-created under the same id and team_id: a new group all the same.
-    UserGroupFactory.create(workspace=workspace, team_id=team_id, provided_id=provided_id)
+    # Restored from a backup (rows written as they were: no service makes a team_id), or
+    # re-created under the same id and team_id: a new group all the same.
+    restored = UserGroupFactory.build(workspace=workspace, team_id=team_id, provided_id=provided_id)
+    restored.save(force_insert=True)
     assert_refused(token)
     assert introspect(api_client, token).json() == {"success": 1, "active": False}
 

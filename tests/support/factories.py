@@ -1,7 +1,8 @@
 """factory-boy factories for every model.
 
-``APIKeyFactory`` and ``UserGroupFactory`` keep the plain secret on the instance
-(``.key`` / ``.token``) since the database never has it.
+``APIKeyFactory`` and ``UserGroupFactory`` create through the services, as a caller's
+request does (events, signals and all); an API key's plain secret is kept on the instance
+(``.key``), since the database never has it, and a group's is its ``.token``.
 """
 
 from typing import Any
@@ -10,7 +11,7 @@ import factory
 
 from usergroups import crypto
 from usergroups.models import APIKey, SchemaMapping, UserGroup, Workspace
-from usergroups.services import keys
+from usergroups.services import groups, keys
 
 
 class WorkspaceFactory(factory.django.DjangoModelFactory[Workspace]):
@@ -61,9 +62,35 @@ class UserGroupFactory(factory.django.DjangoModelFactory[UserGroup]):
         return group
 
     @classmethod
-    def _create(cls, model_class: type[UserGroup], *args: Any, **kwargs: Any) -> UserGroup:
-        group = cls._build(model_class, *args, **kwargs)
-        group.save(force_insert=True)
+    def _create(
+        cls,
+        model_class: type[UserGroup],
+        *,
+        workspace: Workspace,
+        provided_id: str,
+        name: str,
+        properties: dict[str, Any] | None,
+        token: str,
+        parent: UserGroup | None = None,
+        **fields_no_request_sets: Any,
+    ) -> UserGroup:
+        """Made as a caller's request makes one (services.groups.create_group: its
+        token, event and signal); ``token`` is the service's own, not the one declared
+        for build(). A field no request sets (``created_at``) is written afterwards."""
+        record = groups.create_group(
+            workspace.pk,
+            provided_id,
+            name,
+            {},
+            properties,
+            parent_user_group_id=None if parent is None else parent.provided_id,
+        )
+        rows = model_class.objects.filter(pk=record.team_id)
+        if fields_no_request_sets:
+            rows.update(**fields_no_request_sets)
+        group = rows.get()
+        # ``.token`` unsealed now, under the secret in force (a test may change it next).
+        assert group.token is not None
         return group
 
 
