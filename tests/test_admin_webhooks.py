@@ -8,7 +8,8 @@ from django.test import override_settings
 from tests.support.admin import admin_url, shown_once
 from tests.support.leaks import secrets_in
 from usergroups.models import AuditEvent, Webhook, WebhookDelivery
-from usergroups.services import audit, webhooks
+from usergroups.services import audit
+from usergroups.webhooks import registry
 
 PUBLIC_URL = "https://203.0.114.10/hook"
 SECRET_SHAPE = re.compile(r"whsec_[A-Za-z0-9+/]{43}=")
@@ -57,7 +58,7 @@ def test_adding_is_held_to_the_apis_rules(admin_client, workspace):
 
 
 def test_disabling_records_its_event_and_enabling_clears_the_failures(admin_client, workspace):
-    webhook, _ = webhooks.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
+    webhook, _ = registry.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
     url = admin_url("webhook", "change", webhook.pk)
     assert admin_client.post(url, {"description": "x", "disabled": "on"}).status_code == 302
     webhook.refresh_from_db()
@@ -71,7 +72,7 @@ def test_disabling_records_its_event_and_enabling_clears_the_failures(admin_clie
 
 
 def test_deleting_goes_through_the_service(admin_client, workspace):
-    webhook, _ = webhooks.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
+    webhook, _ = registry.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
     url = admin_url("webhook", "delete", webhook.pk)
     assert admin_client.post(url, {"post": "yes"}).status_code == 302
     assert not Webhook.objects.exists()
@@ -79,7 +80,7 @@ def test_deleting_goes_through_the_service(admin_client, workspace):
 
 
 def test_the_secret_columns_cannot_be_filtered_on(admin_client, workspace):
-    webhooks.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
+    registry.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
     for lookup in ("secret_sealed__startswith=a", "secret_digest__startswith=a"):
         assert (
             admin_client.get(admin_url("webhook", "changelist") + "?" + lookup).status_code == 400
@@ -88,7 +89,7 @@ def test_the_secret_columns_cannot_be_filtered_on(admin_client, workspace):
 
 @override_settings(USERGROUPS={"WEBHOOK_ALLOW_PRIVATE": True})
 def test_deliveries_are_read_only_and_failed_ones_can_be_redelivered(admin_client, workspace):
-    webhooks.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
+    registry.create_webhook(workspace.pk, PUBLIC_URL, ["user_group"])
     event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
     delivery = WebhookDelivery.objects.get(event=event)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(status="failed", attempts=8)

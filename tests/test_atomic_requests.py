@@ -19,8 +19,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from tests.support.api import assert_error, send
-from usergroups.api.exceptions import Conflict
 from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.errors.failures import Conflict
 from usergroups.models import AuditEvent, UserGroup
 from usergroups.services import groups
 

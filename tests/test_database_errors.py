@@ -18,7 +18,7 @@ from django.db.utils import DataError, InterfaceError, InternalError, Operationa
 
 from tests.support.api import assert_error, send
 from tests.support.embed import dashboard, minted
-from usergroups.api.exceptions import exception_handler
+from usergroups.errors.handler import exception_handler
 from usergroups.models import APIKey, UserGroup
 
 pytestmark = pytest.mark.django_db(transaction=True)

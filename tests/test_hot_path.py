@@ -12,8 +12,8 @@ from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import only_reads
 from usergroups import crypto, services
-from usergroups.api.exceptions import TokenUnavailable
 from usergroups.api.serializers import RotatedGroupSerializer, UserGroupSerializer
+from usergroups.errors.failures import TokenUnavailable
 from usergroups.models import APIKey, UserGroup
 from usergroups.records import RECORD_FIELDS, GroupRecord
 

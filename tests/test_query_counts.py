@@ -16,7 +16,8 @@ from tests.support.queries import READS, WRITES, statements, verb
 from tests.support.webhook_receiver import running_receiver
 from usergroups import crypto
 from usergroups.models import SchemaMapping, UserGroup, Webhook, WebhookDelivery
-from usergroups.services import audit, webhooks
+from usergroups.services import audit
+from usergroups.webhooks import deliveries, registry
 
 MAPPING = {"sales": "pg-1", "hr": "pg-2", "ops": "pg-3"}
 
@@ -153,13 +154,13 @@ def test_a_webhook_delivery_attempt_costs_one_read_and_four_updates(
     workspace, django_assert_max_num_queries
 ):
     with running_receiver() as receiver:
-        webhook, _ = webhooks.create_webhook(workspace.pk, receiver.url, ["user_group"])
+        webhook, _ = registry.create_webhook(workspace.pk, receiver.url, ["user_group"])
         event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
         delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
         # The delivery with its webhook and event; the webhook held, the delivery claimed,
         # then recorded, the webhook let go (each UPDATE in a savepoint here).
         with django_assert_max_num_queries(13) as queries:
-            attempted = webhooks.attempt(delivery_id, first=True)
+            attempted = deliveries.attempt(delivery_id, first=True)
         assert attempted.outcome is not None and attempted.outcome.status == 204
         assert len(statements(queries.captured_queries, READS)) == 1
         updates = statements(queries.captured_queries, ("UPDATE",))
@@ -172,7 +173,7 @@ def test_a_webhook_delivery_attempt_costs_one_read_and_four_updates(
         event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
         delivery_id = WebhookDelivery.objects.get(event=event).delivery_id
         with django_assert_max_num_queries(4) as queries:
-            assert webhooks.attempt(delivery_id, first=True).behind
+            assert deliveries.attempt(delivery_id, first=True).behind
         assert len(statements(queries.captured_queries, READS)) == 1
         (moved,) = statements(queries.captured_queries, ("UPDATE",))
         assert re.match(r"UPDATE [`\"]?(\w+)", moved).group(1) == delivery_table

@@ -28,8 +28,8 @@ from tests.support.webhook_receiver import (
 from usergroups import tasks
 from usergroups.checks import check_webhook_settings
 from usergroups.models import APIKey, AuditEvent, Webhook, WebhookDelivery, Workspace
-from usergroups.services import audit, outbox, webhooks
-from usergroups.webhooks import addresses
+from usergroups.services import audit, outbox
+from usergroups.webhooks import addresses, deliveries, registry
 
 HOOK = "/api/user/webhook"
 LIST = "/api/user/webhook/list"
@@ -74,7 +74,7 @@ def register(api_client, url=PUBLIC_URL, events=("user_group",), description="d"
 
 
 def make_webhook(workspace, url, events=("user_group",)):
-    webhook, secret = webhooks.create_webhook(workspace.pk, url, list(events))
+    webhook, secret = registry.create_webhook(workspace.pk, url, list(events))
     return webhook, secret
 
 
@@ -258,10 +258,10 @@ def test_a_matching_event_writes_one_delivery_per_webhook_in_its_transaction(wor
     WebhookDelivery.objects.all().delete()
     with transaction.atomic():
         event = audit.record(workspace.pk, audit.USER_GROUP_CREATED, user_group_id="acme")
-    deliveries = WebhookDelivery.objects.filter(event=event)
-    assert {delivery.webhook_id for delivery in deliveries} == {first.pk, second.pk}
-    assert {delivery.status for delivery in deliveries} == {"pending"}
-    assert len({delivery.delivery_id for delivery in deliveries}) == 2
+    written = WebhookDelivery.objects.filter(event=event)
+    assert {delivery.webhook_id for delivery in written} == {first.pk, second.pk}
+    assert {delivery.status for delivery in written} == {"pending"}
+    assert len({delivery.delivery_id for delivery in written}) == 2
 
 
 def test_a_rolled_back_change_leaves_no_event_and_no_delivery(workspace):
@@ -302,7 +302,7 @@ def test_the_commit_enqueues_each_delivery(workspace, django_capture_on_commit_c
 def deliver_one(workspace, url, action=audit.USER_GROUP_CREATED):
     event = audit.record(workspace.pk, action, user_group_id="acme", details={"name": "Acme"})
     delivery = WebhookDelivery.objects.get(event=event)
-    return event, delivery, webhooks.attempt(delivery.delivery_id)
+    return event, delivery, deliveries.attempt(delivery.delivery_id)
 
 
 @allow_private()
@@ -333,7 +333,7 @@ def test_a_delivery_is_signed_as_standard_webhooks_and_svix_verify(workspace, re
         )
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("delivered", 1, 204)
-    assert webhooks.attempt(delivery.delivery_id).outcome is None  # done: never sent again
+    assert deliveries.attempt(delivery.delivery_id).outcome is None  # done: never sent again
     assert len(receiver.answered()) == 1
 
 
@@ -347,7 +347,7 @@ def test_failures_retry_with_the_same_id_then_fail_then_disable_the_webhook(work
         assert attempted.retry_at - timezone.now() <= timedelta(seconds=10)  # the first: < 15 s
         for number in (2, 3):
             WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
-            attempted = webhooks.attempt(delivery.delivery_id)
+            attempted = deliveries.attempt(delivery.delivery_id)
             assert (attempted.retry_at is None) == (number == 3)
         delivery.refresh_from_db()
         assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("failed", 3, 500)
@@ -376,7 +376,7 @@ def test_backoff_is_exponential_capped_and_jittered():
     with override_settings(
         USERGROUPS={"WEBHOOK_RETRY_BASE_SECONDS": 10, "WEBHOOK_RETRY_MAX_SECONDS": 60}
     ):
-        waits = [webhooks.backoff(n).total_seconds() for n in (1, 2, 3, 10) for _ in range(50)]
+        waits = [deliveries.backoff(n).total_seconds() for n in (1, 2, 3, 10) for _ in range(50)]
     first, second, third, late = (waits[i * 50 : (i + 1) * 50] for i in range(4))
     assert 5 <= min(first) and max(first) <= 10
     assert 10 <= min(second) and max(second) <= 20
@@ -418,12 +418,12 @@ def test_an_address_that_never_connects_fails_at_the_connect_timeout(workspace):
 def test_one_attempt_at_a_time_is_in_flight_to_a_webhook(workspace, receiver):
     webhook, _ = make_webhook(workspace, receiver.url)
     now = timezone.now()
-    assert webhooks.hold(webhook, now) is not None  # an attempt in flight on another worker
-    assert webhooks.hold(webhook, now) is None
+    assert deliveries.hold(webhook, now) is not None  # an attempt in flight on another worker
+    assert deliveries.hold(webhook, now) is None
     delivery = WebhookDelivery.objects.get(
         event=audit.record(workspace.pk, audit.USER_GROUP_CREATED)
     )
-    attempted = webhooks.attempt(delivery.delivery_id, first=True)
+    attempted = deliveries.attempt(delivery.delivery_id, first=True)
     assert attempted.outcome is None and receiver.answered() == []
     assert attempted.retry_at is not None and not attempted.behind  # its turn comes soon
     assert attempted.retry_at - timezone.now() <= timedelta(seconds=1)
@@ -431,11 +431,11 @@ def test_one_attempt_at_a_time_is_in_flight_to_a_webhook(workspace, receiver):
     assert (delivery.status, delivery.attempts) == ("pending", 0)  # not an attempt
     assert delivery.next_attempt_at == attempted.retry_at
     # Another task of it (the sweeper's) ends: the one that put it off enqueued its turn.
-    assert webhooks.attempt(delivery.delivery_id, first=True) == webhooks.Attempted(None)
+    assert deliveries.attempt(delivery.delivery_id, first=True) == deliveries.Attempted(None)
     # The other worker died mid-send: its hold ends with its lease, and the turn comes.
     Webhook.objects.filter(pk=webhook.pk).update(sending_until=now)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
-    assert webhooks.attempt(delivery.delivery_id).outcome.status == 204
+    assert deliveries.attempt(delivery.delivery_id).outcome.status == 204
     webhook.refresh_from_db()
     assert (webhook.sending_until, webhook.failing) == (None, False)
 
@@ -686,8 +686,8 @@ def test_a_claimed_delivery_is_not_sent_by_a_second_worker(workspace):
     event = audit.record(workspace.pk, audit.USER_GROUP_CREATED)
     delivery = WebhookDelivery.objects.get(event=event)
     now = timezone.now()
-    assert webhooks.claim(delivery.delivery_id, now) is True
-    assert webhooks.claim(delivery.delivery_id, now) is False
+    assert deliveries.claim(delivery.delivery_id, now) is True
+    assert deliveries.claim(delivery.delivery_id, now) is False
 
 
 @allow_private()
@@ -699,7 +699,7 @@ def test_redeliver_sends_a_failed_delivery_again_with_its_id(
     delivery = WebhookDelivery.objects.get(event=event)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(status="failed", attempts=8)
     with django_capture_on_commit_callbacks(execute=True):
-        assert webhooks.redeliver([delivery.pk]) == 1
+        assert deliveries.redeliver([delivery.pk]) == 1
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("pending", 0)
     tasks.deliver_webhook.call(delivery.delivery_id)

@@ -2,4 +2,4 @@
 
 from usergroups.deprecation import moved_module
 
-__getattr__ = moved_module(__name__, "usergroups.auth.api_key")
+__getattr__ = moved_module(__name__, "usergroups.auth.api_key", since="0.3")

@@ -1,4 +1,4 @@
-"""Old import paths of 0.2 that keep working in 0.3, with a ``DeprecationWarning``."""
+"""Old import paths that keep working for one release, with a ``DeprecationWarning``."""
 
 import importlib
 import warnings
@@ -6,20 +6,25 @@ from collections.abc import Callable
 from typing import Any
 
 
-def moved_module(old: str, new: str) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``old``: each name is taken from ``new``, with a
+def moved_module(old: str, *new: str, since: str) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``old``, deprecated in release ``since`` and gone in
+    the next: each name is taken from the first module of ``new`` that has it, with a
     warning that names where it lives now (docs/upgrading.md lists every move)."""
+    major, minor = since.split(".")
+    removal = f"{major}.{int(minor) + 1}"
 
     def __getattr__(name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = getattr(importlib.import_module(new), name)
-        warnings.warn(
-            f"{old}.{name} moved to {new}.{name} in django-usergroups 0.3; "
-            f"{old} will be removed in 0.4.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return value
+        if not name.startswith("__"):
+            for home in new:
+                module = importlib.import_module(home)
+                if hasattr(module, name):
+                    warnings.warn(
+                        f"{old}.{name} is deprecated since django-usergroups {since} and will "
+                        f"be removed in {removal}: import it from {home}.",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
+                    return getattr(module, name)
+        raise AttributeError(f"module {old!r} has no attribute {name!r}")
 
     return __getattr__

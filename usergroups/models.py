@@ -318,7 +318,7 @@ class AuditEvent(models.Model):
 class Webhook(models.Model):
     """An endpoint of a workspace that receives its audit events (CONTRACT section 8).
 
-    Written only by :mod:`usergroups.services.webhooks`. The signing secret is kept as
+    Written only by :mod:`usergroups.webhooks`. The signing secret is kept as
     its digest and sealed, like a group token: a copy of the database opens nothing.
     """
 

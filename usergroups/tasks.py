@@ -1,7 +1,9 @@
-"""Webhook delivery through Django's Tasks framework: ``django.tasks`` on Django 6, the
-``django-tasks`` backport on 5.2 (this is the one place that knows which).
+"""The app's tasks: webhook delivery through Django's Tasks framework, ``django.tasks`` on
+Django 6, the ``django-tasks`` backport on 5.2 (this is the one place that knows which).
+A queued task is stored by its path (``usergroups.tasks.deliver_webhook``), so the tasks
+stay here, and what they do is :mod:`usergroups.webhooks`'s.
 
-A task sends one delivery once (:func:`usergroups.services.webhooks.attempt`) and, when
+A task sends one delivery once (:func:`usergroups.webhooks.deliveries.attempt`) and, when
 it is to be retried, enqueues :func:`retry_webhook` for the time the backoff gives. Retries,
 and the deliveries of a webhook whose latest attempt failed, run at a lower priority than
 first deliveries, so that a receiver that hangs delays its own deliveries only. A backend
@@ -24,8 +26,8 @@ except ImportError:  # Django 5.2: the backport
 from usergroups import audit_context
 from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
-from usergroups.services import webhooks
 from usergroups.signals import webhook_deliveries_due
+from usergroups.webhooks import deliveries
 
 logger = get_logger(__name__)
 
@@ -53,7 +55,7 @@ def retry_webhook(delivery_id: str) -> None:
 
 def _deliver(delivery_id: str, first: bool) -> None:
     with audit_context.acting(WORKER):
-        attempted = webhooks.attempt(delivery_id, first=first)
+        attempted = deliveries.attempt(delivery_id, first=first)
     if attempted.retry_at is not None:
         enqueue(delivery_id, run_after=attempted.retry_at, behind=attempted.behind)
 
@@ -84,7 +86,7 @@ def enqueue_due(sender: Any, delivery_ids: list[str], **kwargs: Any) -> None:
 
 def sweep(limit: int = 1000) -> int:
     """Enqueue every pending delivery that is due: how many."""
-    due = webhooks.due_deliveries(limit)
+    due = deliveries.due_deliveries(limit)
     for delivery_id, behind in due:
         enqueue(delivery_id, behind=behind)
     if due:

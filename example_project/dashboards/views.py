@@ -22,10 +22,10 @@ from rest_framework.views import APIView
 
 from example_project.dashboards.customer_site import site_origin
 from example_project.dashboards.queries import SCHEMA_ID, NoDataSource, VariableError, sales_rows
-from usergroups.api.exceptions import exception_handler
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.auth.group_token import GroupTokenAuthentication
 from usergroups.auth.permissions import HasEmbedToken, HasGroupToken
+from usergroups.errors.handler import exception_handler
 from usergroups.records import GroupRecord
 from usergroups.services import end_users
 

@@ -14,10 +14,10 @@ from rest_framework.test import APIClient, APIRequestFactory
 from rest_framework.views import APIView
 
 from tests.support.api import send
-from usergroups.api.exceptions import exception_handler
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.auth.permissions import HasEmbedToken
 from usergroups.contrib.variables import group_variables
+from usergroups.errors.handler import exception_handler
 
 EMBED_URL = "/api/user/embed-token"
 INTROSPECT_URL = f"{EMBED_URL}/introspect"

@@ -1,7 +1,7 @@
 """Webhooks and their deliveries: registered here or by the API, the secret shown once
 (on the page the add redirects to; until then sealed in the session, as
 :class:`~usergroups.admin.common.SecretShownOnce` has it), deliveries read-only with a
-"redeliver" action. Every write goes through :mod:`usergroups.services.webhooks`."""
+"redeliver" action. Every write goes through :mod:`usergroups.webhooks`."""
 
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from usergroups.admin.common import (
 )
 from usergroups.api.webhook_serializers import CreateWebhookSerializer
 from usergroups.models import Webhook, WebhookDelivery
-from usergroups.services import webhooks
+from usergroups.webhooks import deliveries, registry
 
 if TYPE_CHECKING:
     WebhookAdminBase = admin.ModelAdmin[Webhook]
@@ -132,23 +132,23 @@ class WebhookAdmin(ActsAsStaff, OfferedLookupsOnly, SecretShownOnce, WebhookAdmi
     def save_model(self, request: HttpRequest, obj: Webhook, form: Any, change: Any) -> None:
         data = form.cleaned_data
         if change:
-            webhooks.change_webhook(
+            registry.change_webhook(
                 obj.pk, description=data["description"], disabled=data["disabled"]
             )
             obj.refresh_from_db()
             return
-        created, secret = webhooks.create_webhook(
+        created, secret = registry.create_webhook(
             data["workspace"].pk, data["url"], data["events"], data["description"]
         )
         obj.pk, obj.webhook_id = created.pk, created.webhook_id
         self.keep_secret(obj, secret)
 
     def delete_model(self, request: HttpRequest, obj: Webhook) -> None:
-        webhooks.delete_webhook(obj.workspace_id, obj.webhook_id)
+        registry.delete_webhook(obj.workspace_id, obj.webhook_id)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for webhook in queryset:
-            webhooks.delete_webhook(webhook.workspace_id, webhook.webhook_id)
+            registry.delete_webhook(webhook.workspace_id, webhook.webhook_id)
 
     def secret_page(self, request: HttpRequest, obj: Webhook, secret: str) -> HttpResponse:
         context = secret_page_context(
@@ -213,7 +213,7 @@ class WebhookDeliveryAdmin(ActsAsStaff, OfferedLookupsOnly, DeliveryAdminBase):
 
     @admin.action(description=_("Redeliver the selected deliveries"))
     def redeliver(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        count = webhooks.redeliver(queryset.values_list("pk", flat=True))
+        count = deliveries.redeliver(queryset.values_list("pk", flat=True))
         self.message_user(
             request,
             ngettext(

@@ -21,8 +21,8 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest
 from rest_framework.request import Request
 
-from usergroups.api.exceptions import LengthRequired, MalformedBody, RequestTooLarge
 from usergroups.conf import usergroups_settings
+from usergroups.errors.failures import LengthRequired, MalformedBody, RequestTooLarge
 
 
 def is_chunked(request: HttpRequest) -> bool:

@@ -8,8 +8,8 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
-from usergroups.api.exceptions import RequestTooLarge
 from usergroups.conf import usergroups_settings
+from usergroups.errors.failures import RequestTooLarge
 from usergroups.validators import json_depth
 
 

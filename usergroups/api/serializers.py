@@ -10,7 +10,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
-from usergroups.api.exceptions import TokenUnavailable
+from usergroups.errors.failures import TokenUnavailable
 from usergroups.records import GroupRecord
 from usergroups.validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 

@@ -20,7 +20,6 @@ from rest_framework.views import APIView
 
 from usergroups import audit_context, scopes
 from usergroups.api.chunked import ChunkedBodyRequest, is_chunked
-from usergroups.api.exceptions import Conflict, exception_handler
 from usergroups.api.parsers import JSONObjectParser, loads_strict
 from usergroups.api.querystring import query_params
 from usergroups.api.serializers import (
@@ -38,6 +37,8 @@ from usergroups.api.throttling import APIKeyRateThrottle
 from usergroups.auth.api_key import APIKeyAuthentication
 from usergroups.auth.permissions import HasAPIKey, HasScope, require_scope
 from usergroups.conf import usergroups_settings
+from usergroups.errors.failures import Conflict
+from usergroups.errors.handler import exception_handler
 from usergroups.models import APIKey
 from usergroups.services import groups
 

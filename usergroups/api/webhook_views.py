@@ -1,6 +1,6 @@
 """``/api/user/webhook``: register (POST), list (GET ``/list``) and delete (DELETE) the
 workspace's webhooks (CONTRACT section 8). Writes go through
-:mod:`usergroups.services.webhooks`."""
+:mod:`usergroups.webhooks.registry`."""
 
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
@@ -16,7 +16,7 @@ from usergroups.api.webhook_serializers import (
     WebhookIdSerializer,
     WebhookSerializer,
 )
-from usergroups.services import webhooks
+from usergroups.webhooks import registry
 
 
 class WebhookView(WorkspaceAPIView):
@@ -33,7 +33,7 @@ class WebhookView(WorkspaceAPIView):
         serializer = CreateWebhookSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        webhook, secret = webhooks.create_webhook(
+        webhook, secret = registry.create_webhook(
             workspace_id(request), data["url"], data["events"], data["description"]
         )
         shown = NewWebhookSerializer(webhook, context={"secret": secret}).data
@@ -43,7 +43,7 @@ class WebhookView(WorkspaceAPIView):
         """Deletes the webhook and its pending deliveries."""
         serializer = WebhookIdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        deleted = webhooks.delete_webhook(
+        deleted = registry.delete_webhook(
             workspace_id(request), serializer.validated_data["webhook_id"]
         )
         if deleted is None:
@@ -59,5 +59,5 @@ class WebhookListView(WorkspaceAPIView):
 
     def get(self, request: Request) -> Response:
         """The workspace's webhooks, oldest first, never with their secrets."""
-        listed = webhooks.list_webhooks(workspace_id(request))
+        listed = registry.list_webhooks(workspace_id(request))
         return Response({"success": 1, "webhooks": WebhookSerializer(listed, many=True).data})

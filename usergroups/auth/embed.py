@@ -30,7 +30,7 @@ from usergroups.auth.principal import GroupPrincipal
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import same_origin
-from usergroups.failures import ContractFailure
+from usergroups.errors.failures import ContractFailure
 from usergroups.services import verification
 
 KEYWORD = "Embed"

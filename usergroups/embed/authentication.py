@@ -2,4 +2,4 @@
 
 from usergroups.deprecation import moved_module
 
-__getattr__ = moved_module(__name__, "usergroups.auth.embed")
+__getattr__ = moved_module(__name__, "usergroups.auth.embed", since="0.3")

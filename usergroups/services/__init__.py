@@ -1,5 +1,6 @@
 """The app's one door for writes: every change to a group, an API key, an end user, an
-embed token's revocation, an audit event or a webhook goes through here.
+embed token's revocation or an audit event goes through here (a webhook's, through
+:mod:`usergroups.webhooks`, which stands above these and records its events here).
 
 One module per aggregate: :mod:`.groups` (groups and their mappings: get-or-create,
 rotation, update, delete, list, resealing tokens), :mod:`.hierarchy` (the rules a
@@ -12,11 +13,10 @@ delete), :mod:`.embed` (embed tokens: mint, introspect, verify, revoke on every 
 writes a revocation, a mint's audit event, and an end user through :mod:`.end_users`
 when a mint names one), :mod:`.audit` (the audit trail: the one writer of events, which
 every other module calls in its transaction; the list, export and pruning),
-:mod:`.outbox` (a webhook delivery per matching event, written with it) and
-:mod:`.webhooks` (webhooks and the state of their deliveries); :mod:`.retry` runs again a
-transaction the database rolled back for a deadlock. The API views, the admin, the
-management commands and host code all call them, so signals, logging and guarantees are
-the same from every door.
+:mod:`.outbox` (a webhook delivery per matching event, written with it); :mod:`.retry`
+runs again a transaction the database rolled back for a deadlock. The API views, the
+admin, the management commands and host code all call them, so signals, logging and
+guarantees are the same from every door.
 """
 
 from usergroups.services import audit, embed, end_users, groups, hierarchy, keys, lineage

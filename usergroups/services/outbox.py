@@ -3,9 +3,9 @@ webhook), written by :func:`usergroups.services.audit.record` in the event's tra
 
 A rolled-back change leaves no event and so no delivery; a committed event has one for
 each webhook it matched, which a worker sends after the commit (at least once: a
-delivery whose task is lost stays pending, and the sweeper enqueues it again). Kept
-apart from :mod:`usergroups.services.webhooks`, which records events itself, so that
-the audit writer and the webhooks import each other in one direction only.
+delivery whose task is lost stays pending, and the sweeper enqueues it again). It
+stands here, beside the audit writer, and not in :mod:`usergroups.webhooks`, which
+records events itself: so the two import each other in one direction only.
 """
 
 import secrets

@@ -8,7 +8,8 @@ shown by get-or-create. Run this while the old secret is still a fallback.
 from typing import Any
 
 from usergroups.management.base import AuditedCommand
-from usergroups.services import groups, webhooks
+from usergroups.services import groups
+from usergroups.webhooks import registry
 
 
 class Command(AuditedCommand):
@@ -25,7 +26,7 @@ class Command(AuditedCommand):
                 f"{lost} group token(s) open with no configured secret; "
                 "they still work but cannot be shown again until rotated."
             )
-        resealed, lost = webhooks.reseal_secrets()
+        resealed, lost = registry.reseal_secrets()
         if resealed:  # said only when there are any, so a site without webhooks sees no change
             self.stdout.write(f"Resealed {resealed} webhook secret(s).")
         if lost:

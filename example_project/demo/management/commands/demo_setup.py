@@ -17,7 +17,8 @@ from django.db import transaction
 
 from example_project.dashboards.demo import seed_demo
 from usergroups.models import APIKey, Webhook, Workspace
-from usergroups.services import keys, webhooks
+from usergroups.services import keys
+from usergroups.webhooks import registry
 
 KEY_NAME = "demo (make demo)"
 #: What the customer site's receiver (/demo/webhook/) gets: every change, mint and revocation.
@@ -92,8 +93,8 @@ class Command(BaseCommand):
             self.stdout.write(f"Reusing the demo webhook {current.webhook_id} to {url}.")
             return
         for stale in Webhook.objects.filter(workspace=space, url=url):
-            webhooks.delete_webhook(space.pk, stale.webhook_id)
-        webhook, secret = webhooks.create_webhook(
+            registry.delete_webhook(space.pk, stale.webhook_id)
+        webhook, secret = registry.create_webhook(
             space.pk, url, WEBHOOK_EVENTS, "The demo customer site's activity panel"
         )
         write_key(secret_file, secret)
