@@ -6,9 +6,11 @@ group and hands to a browser, instead of the long-lived group token.
 - :mod:`.tokens`: signing and verifying with PyJWT; no database.
 - :mod:`.origins`: what a web origin is, and comparing one with a request's.
 - :mod:`.grant`: what a verified token gives a view (``request.auth``).
-- :mod:`.authentication`: ``Authorization: Embed <token>`` for a host's endpoints.
-- :mod:`.serializers` and :mod:`.views`: the ``/api/user/embed-token`` endpoints;
-  :mod:`.openapi` describes them (loaded only with drf-spectacular).
 
-Minting, introspection and revocation live in :mod:`usergroups.services.embed`.
+Elsewhere, by job: the ``/api/user/embed-token`` endpoints are
+:mod:`usergroups.api.embed_views` and :mod:`usergroups.api.embed_serializers`;
+``Authorization: Embed <token>`` for a host's endpoints is :mod:`usergroups.auth.embed`
+(``.authentication`` here is its deprecated old path); a token's one verification, to a
+grant or a refusal, is :mod:`usergroups.services.verification`; minting, introspection
+and revocation are :mod:`usergroups.services.embed`.
 """
