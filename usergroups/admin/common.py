@@ -277,11 +277,8 @@ def touches_secret_or_regex(model: type[Model], lookup: str) -> bool:
 
 
 def offered_lookups(model_admin: Any, request: HttpRequest) -> set[str]:
-    """The query parameters the changelist's filters read, as Django's filters name them.
-
-    Worked out from the filter definitions rather than by building the filters, which
-    would query the database (a related filter loads its choices) on every filtered page.
-    """
+    """The query parameters the changelist's filters read, as Django's filters name them,
+    worked out from the filter definitions (``list_filter``, ``date_hierarchy``)."""
     offered: set[str] = set()
     if model_admin.date_hierarchy:
         offered.update(f"{model_admin.date_hierarchy}__{part}" for part in ("year", "month", "day"))
@@ -290,6 +287,8 @@ def offered_lookups(model_admin: Any, request: HttpRequest) -> set[str]:
     return offered
 
 
+# No public road: Django asks lookup_allowed() before it builds the filters, and only a built
+# filter (its choices queried) says what it reads; tests/test_admin_lookups.py checks both agree.
 def _filter_parameters(model: type[Model], item: Any) -> list[str]:
     if isinstance(item, type) and issubclass(item, SimpleListFilter):
         return [str(item.parameter_name)]
