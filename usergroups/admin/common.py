@@ -1,15 +1,14 @@
 """What the admin pages share: lookups limited to the offered filters, subquery counts,
-secrets with a copy button, confirmations."""
+secrets with a copy button, pages about one object."""
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from django.contrib import messages
-from django.contrib.admin import helpers
 from django.contrib.admin.filters import (
     AllValuesFieldListFilter,
     BooleanFieldListFilter,
@@ -36,7 +35,6 @@ from django.db.models.functions import Coalesce
 from django.forms import Media
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
-from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
@@ -279,11 +277,8 @@ def touches_secret_or_regex(model: type[Model], lookup: str) -> bool:
 
 
 def offered_lookups(model_admin: Any, request: HttpRequest) -> set[str]:
-    """The query parameters the changelist's filters read, as Django's filters name them.
-
-    Worked out from the filter definitions rather than by building the filters, which
-    would query the database (a related filter loads its choices) on every filtered page.
-    """
+    """The query parameters the changelist's filters read, as Django's filters name them,
+    worked out from the filter definitions (``list_filter``, ``date_hierarchy``)."""
     offered: set[str] = set()
     if model_admin.date_hierarchy:
         offered.update(f"{model_admin.date_hierarchy}__{part}" for part in ("year", "month", "day"))
@@ -292,6 +287,8 @@ def offered_lookups(model_admin: Any, request: HttpRequest) -> set[str]:
     return offered
 
 
+# No public road: Django asks lookup_allowed() before it builds the filters, and only a built
+# filter (its choices queried) says what it reads; tests/test_admin_lookups.py checks both agree.
 def _filter_parameters(model: type[Model], item: Any) -> list[str]:
     if isinstance(item, type) and issubclass(item, SimpleListFilter):
         return [str(item.parameter_name)]
@@ -363,49 +360,6 @@ def secret_html(value: str, *, element_id: str, label: str, revealed: bool = Fal
         "usergroups/admin/secret.html",
         {"value": value, "element_id": element_id, "label": label, "revealed": revealed},
     )
-
-
-def confirmation_response(
-    model_admin: Any,
-    request: Any,
-    *,
-    title: str,
-    question: str,
-    consequences: Iterable[str],
-    objects: Iterable[Any],
-    submit_label: str,
-    cancel_url: str,
-    action: str | None = None,
-    danger: bool = False,
-    template: str = "usergroups/admin/confirm.html",
-    extra_context: dict[str, Any] | None = None,
-) -> TemplateResponse:
-    """A page asking to confirm an operation with a POST form (CSRF protected).
-
-    With ``action``, the form re-posts the admin action with the selected objects and
-    ``post=yes``, the way Django's "delete selected" confirmation does. A ``template``
-    extending confirm.html may add fields to the form (block ``confirm_fields``).
-    """
-    objects = list(objects)
-    opts = model_admin.model._meta
-    request.current_app = model_admin.admin_site.name
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "title": title,
-        "opts": opts,
-        "app_label": opts.app_label,
-        "question": question,
-        "consequences": list(consequences),
-        "objects": objects,
-        "submit_label": submit_label,
-        "cancel_url": cancel_url,
-        "action": action,
-        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        "danger": danger,
-        "media": model_admin.media,
-        **(extra_context or {}),
-    }
-    return TemplateResponse(request, template, context)
 
 
 def missing_object_redirect(

@@ -11,15 +11,14 @@ signal is sent), and record it in the group's history. The group token is left a
 from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, reverse
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from usergroups.admin.common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.admin.common import object_page_url
+from usergroups.admin.confirm import Notice, Question, confirm_object, confirm_selected
 from usergroups.models import UserGroup
 from usergroups.services import embed
 
@@ -29,15 +28,21 @@ else:
     EmbedRevocationBase = object
 
 
-def embed_revocation_consequences() -> list[str]:
-    """What revoking embed tokens does, in the language of the request."""
-    return [
-        gettext(
-            "Every embed token minted so far for the group is refused from the moment you "
-            "confirm: open dashboards show that their access was revoked."
-        ),
-        gettext("The group token stays as it is; embed tokens minted afterwards work."),
-    ]
+def embed_revocation_question(question: str) -> Question:
+    """The confirmation of revoking embed tokens, in the language of the request."""
+    return Question(
+        title=gettext("Revoke embed tokens?"),
+        question=question,
+        consequences=[
+            gettext(
+                "Every embed token minted so far for the group is refused from the moment you "
+                "confirm: open dashboards show that their access was revoked."
+            ),
+            gettext("The group token stays as it is; embed tokens minted afterwards work."),
+        ],
+        submit_label=gettext("Yes, revoke the embed tokens"),
+        danger=True,
+    )
 
 
 class EmbedRevocationMixin(EmbedRevocationBase):
@@ -59,31 +64,14 @@ class EmbedRevocationMixin(EmbedRevocationBase):
         return True
 
     def revoke_embed_tokens_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        group = self.get_object(request, unquote(object_id))
-        if group is None:
-            return missing_object_redirect(self, request, object_id)
-        if not self.has_change_permission(request, group):
-            raise PermissionDenied
-        change_url = reverse(f"{self.admin_site.name}:usergroups_usergroup_change", args=[group.pk])
-        if request.method == "POST":
-            if self._revoke_embed_tokens(request, group):
-                messages.success(
-                    request,
-                    gettext("The embed tokens of “%(group)s” were revoked.") % {"group": group},
-                )
-                return HttpResponseRedirect(change_url)
-            return missing_object_redirect(self, request, object_id)
-        return confirmation_response(
-            self,
-            request,
-            title=gettext("Revoke embed tokens?"),
-            question=gettext("Revoke every embed token of this user group?"),
-            consequences=embed_revocation_consequences(),
-            objects=[group],
-            submit_label=gettext("Yes, revoke the embed tokens"),
-            cancel_url=change_url,
-            danger=True,
-        )
+        def revoke(group: UserGroup) -> list[Notice] | None:
+            if not self._revoke_embed_tokens(request, group):
+                return None
+            done = gettext("The embed tokens of “%(group)s” were revoked.") % {"group": group}
+            return [(messages.SUCCESS, done)]
+
+        asked = embed_revocation_question(gettext("Revoke every embed token of this user group?"))
+        return confirm_object(self, request, object_id, asked, revoke)
 
     @admin.action(
         permissions=["change"], description=_("Revoke embed tokens of selected user groups")
@@ -91,27 +79,14 @@ class EmbedRevocationMixin(EmbedRevocationBase):
     def revoke_embed_tokens(
         self, request: HttpRequest, queryset: QuerySet[UserGroup]
     ) -> HttpResponse | None:
-        if request.POST.get("post") != "yes":
-            return confirmation_response(
-                self,
-                request,
-                title=gettext("Revoke embed tokens?"),
-                question=gettext("Revoke every embed token of these user groups?"),
-                consequences=embed_revocation_consequences(),
-                objects=queryset,
-                submit_label=gettext("Yes, revoke the embed tokens"),
-                cancel_url=request.get_full_path(),
-                action="revoke_embed_tokens",
-                danger=True,
-            )
-        revoked = sum(self._revoke_embed_tokens(request, group) for group in queryset)
-        messages.success(
-            request,
-            ngettext(
+        def revoke(groups: list[UserGroup]) -> list[Notice]:
+            revoked = sum(self._revoke_embed_tokens(request, group) for group in groups)
+            done = ngettext(
                 "Revoked the embed tokens of %(count)s user group.",
                 "Revoked the embed tokens of %(count)s user groups.",
                 revoked,
-            )
-            % {"count": revoked},
-        )
-        return None
+            ) % {"count": revoked}
+            return [(messages.SUCCESS, done)]
+
+        asked = embed_revocation_question(gettext("Revoke every embed token of these user groups?"))
+        return confirm_selected(self, request, "revoke_embed_tokens", queryset, asked, revoke)

@@ -9,13 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.forms import Media
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, reverse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import URLPattern
 from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -24,11 +22,10 @@ from usergroups.admin.common import (
     MEDIA,
     ActsAsStaff,
     OfferedLookupsOnly,
-    confirmation_response,
-    missing_object_redirect,
     object_page_url,
     when,
 )
+from usergroups.admin.confirm import Notice, Question, confirm_object, confirm_selected
 from usergroups.admin.forms import PropertiesField, TextField
 from usergroups.conf import usergroups_settings
 from usergroups.models import EndUser
@@ -102,22 +99,21 @@ class EndUserChangeList(ChangeList):
         return super().get_queryset(request, *args, **kwargs).defer("attributes")
 
 
-def revocation_consequences() -> list[str]:
-    """What revoking a person's embed tokens does, in the language of the request."""
-    return [
-        gettext(
-            "Every embed token minted so far for the person, in any group, is to be refused "
-            "from the moment you confirm."
-        ),
-        gettext("The person stays enabled; embed tokens minted afterwards work."),
-    ]
-
-
-def disabling_consequences() -> list[str]:
-    return [
-        gettext("The person's embed tokens minted so far are revoked, in every group."),
-        gettext("Untick “disabled” on the person's page to enable them again."),
-    ]
+def revocation_question(title: str, question: str) -> Question:
+    """The confirmation of revoking a person's embed tokens, in the language of the request."""
+    return Question(
+        title=title,
+        question=question,
+        consequences=[
+            gettext(
+                "Every embed token minted so far for the person, in any group, is to be "
+                "refused from the moment you confirm."
+            ),
+            gettext("The person stays enabled; embed tokens minted afterwards work."),
+        ],
+        submit_label=gettext("Yes, revoke the embed tokens"),
+        danger=True,
+    )
 
 
 @admin.register(EndUser)
@@ -228,33 +224,23 @@ class EndUserAdmin(ActsAsStaff, OfferedLookupsOnly, EndUserAdminBase):
         self.log_change(request, obj, message)
         return True
 
-    def revoke_tokens_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        obj = self.get_object(request, unquote(object_id))
-        if obj is None:
-            return missing_object_redirect(self, request, object_id)
-        if not self.has_change_permission(request, obj):
-            raise PermissionDenied
-        change_url = reverse(f"{self.admin_site.name}:usergroups_enduser_change", args=[obj.pk])
-        if request.method == "POST":
-            revoked = gettext("Revoked the embed tokens.")
-            if self._apply(request, obj, end_users.revoke_tokens, revoked):
-                messages.success(
-                    request,
-                    gettext("The embed tokens of “%(person)s” were revoked.") % {"person": obj},
-                )
-                return HttpResponseRedirect(change_url)
-            return missing_object_redirect(self, request, object_id)
-        return confirmation_response(
-            self,
-            request,
-            title=gettext("Revoke this person's embed tokens?"),
-            question=gettext("Revoke every embed token of this end user?"),
-            consequences=revocation_consequences(),
-            objects=[obj],
-            submit_label=gettext("Yes, revoke the embed tokens"),
-            cancel_url=change_url,
-            danger=True,
+    def _revoke(self, request: HttpRequest, obj: EndUser) -> bool:
+        return self._apply(
+            request, obj, end_users.revoke_tokens, gettext("Revoked the embed tokens.")
         )
+
+    def revoke_tokens_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        def revoke(obj: EndUser) -> list[Notice] | None:
+            if not self._revoke(request, obj):
+                return None
+            done = gettext("The embed tokens of “%(person)s” were revoked.") % {"person": obj}
+            return [(messages.SUCCESS, done)]
+
+        asked = revocation_question(
+            gettext("Revoke this person's embed tokens?"),
+            gettext("Revoke every embed token of this end user?"),
+        )
+        return confirm_object(self, request, object_id, asked, revoke)
 
     @admin.action(
         permissions=["change"], description=_("Revoke embed tokens of selected end users")
@@ -262,53 +248,41 @@ class EndUserAdmin(ActsAsStaff, OfferedLookupsOnly, EndUserAdminBase):
     def revoke_tokens(
         self, request: HttpRequest, queryset: QuerySet[EndUser]
     ) -> HttpResponse | None:
-        if request.POST.get("post") != "yes":
-            return confirmation_response(
-                self,
-                request,
-                title=gettext("Revoke embed tokens?"),
-                question=gettext("Revoke every embed token of these end users?"),
-                consequences=revocation_consequences(),
-                objects=queryset,
-                submit_label=gettext("Yes, revoke the embed tokens"),
-                cancel_url=request.get_full_path(),
-                action="revoke_tokens",
-                danger=True,
-            )
-        message = gettext("Revoked the embed tokens.")
-        count = sum(self._apply(request, o, end_users.revoke_tokens, message) for o in queryset)
-        messages.success(
-            request,
-            ngettext(
+        def revoke(people: list[EndUser]) -> list[Notice]:
+            count = sum(self._revoke(request, obj) for obj in people)
+            done = ngettext(
                 "Revoked the embed tokens of %(count)s end user.",
                 "Revoked the embed tokens of %(count)s end users.",
                 count,
-            )
-            % {"count": count},
+            ) % {"count": count}
+            return [(messages.SUCCESS, done)]
+
+        asked = revocation_question(
+            gettext("Revoke embed tokens?"), gettext("Revoke every embed token of these end users?")
         )
-        return None
+        return confirm_selected(self, request, "revoke_tokens", queryset, asked, revoke)
 
     @admin.action(permissions=["change"], description=_("Disable selected end users"))
     def disable(self, request: HttpRequest, queryset: QuerySet[EndUser]) -> HttpResponse | None:
-        if request.POST.get("post") != "yes":
-            return confirmation_response(
-                self,
-                request,
-                title=gettext("Disable end users?"),
-                question=gettext("Disable these end users?"),
-                consequences=disabling_consequences(),
-                objects=queryset,
-                submit_label=gettext("Yes, disable them"),
-                cancel_url=request.get_full_path(),
-                action="disable",
-                danger=True,
+        def disable_all(people: list[EndUser]) -> list[Notice]:
+            message = gettext("Disabled.")
+            enabled = [obj for obj in people if not obj.disabled]
+            count = sum(
+                self._apply(request, o, end_users.disable_end_user, message) for o in enabled
             )
-        message = gettext("Disabled.")
-        enabled = queryset.filter(disabled=False)
-        count = sum(self._apply(request, o, end_users.disable_end_user, message) for o in enabled)
-        messages.success(
-            request,
-            ngettext("Disabled %(count)s end user.", "Disabled %(count)s end users.", count)
-            % {"count": count},
+            done = ngettext(
+                "Disabled %(count)s end user.", "Disabled %(count)s end users.", count
+            ) % {"count": count}
+            return [(messages.SUCCESS, done)]
+
+        asked = Question(
+            title=gettext("Disable end users?"),
+            question=gettext("Disable these end users?"),
+            consequences=[
+                gettext("The person's embed tokens minted so far are revoked, in every group."),
+                gettext("Untick “disabled” on the person's page to enable them again."),
+            ],
+            submit_label=gettext("Yes, disable them"),
+            danger=True,
         )
-        return None
+        return confirm_selected(self, request, "disable", queryset, asked, disable_all)

@@ -1,4 +1,5 @@
-"""The admin's forms. Every rule comes from :mod:`usergroups.validators`, as in the API."""
+"""The admin's forms. Every rule is the API's: :mod:`usergroups.validators`, and the group
+service's for ids and parents."""
 
 from collections.abc import Iterable
 from datetime import datetime
@@ -15,7 +16,7 @@ from usergroups.api.parsers import loads_strict
 from usergroups.conf import usergroups_settings
 from usergroups.models import APIKey, SchemaMapping, UserGroup
 from usergroups.scopes import SCOPES
-from usergroups.services import hierarchy, lineage
+from usergroups.services import groups, hierarchy, lineage
 from usergroups.validators import MAX_ID_LENGTH, check_text, validate_mapping, validate_properties
 
 
@@ -120,33 +121,30 @@ class UserGroupAdminForm(forms.ModelForm):
             cleaned["name"] = cleaned["provided_id"]
         workspace = cleaned.get("workspace") or getattr(self.instance, "workspace", None)
         provided_id = cleaned.get("provided_id")
-        if workspace is not None and provided_id is not None:
-            taken = UserGroup.objects.filter(workspace=workspace, provided_id=provided_id)
-            if self.instance.pk is not None:
-                taken = taken.exclude(pk=self.instance.pk)
-            if taken.exists():
-                self.add_error(
-                    "provided_id", _("Another user group of this workspace has this provided id.")
-                )
+        if (
+            workspace is not None
+            and provided_id is not None
+            and groups.provided_id_taken(workspace.pk, provided_id, other_than=self.instance.pk)
+        ):
+            self.add_error(
+                "provided_id", _("Another user group of this workspace has this provided id.")
+            )
         if "parent" in self.fields:
             self._check_parent(workspace, cleaned.get("parent"))
         return cleaned
 
     def _check_parent(self, workspace: Any, parent: UserGroup | None) -> None:
-        """The API's rules for a parent, checked before anything is saved (the service
-        checks them again with the workspace locked)."""
-        if parent is None or parent.pk == self.instance.parent_id:
-            return  # detaching, or staying: always allowed
+        """The service's rule for a parent (:func:`hierarchy.check_parent`), checked before
+        anything is saved. The service names a parent by its id in the group's workspace,
+        so a parent from another workspace is refused here."""
+        if parent is None:
+            return  # detaching: always allowed
         if workspace is not None and parent.workspace_id != workspace.pk:
             self.add_error("parent", _("The parent must be a group of the same workspace."))
             return
         chain = lineage.ancestors_of([parent.pk])[parent.pk]
         try:
-            if self.instance.pk is None:
-                hierarchy.check_depth(chain)
-            else:
-                height = max(level for _team_id, level in lineage.subtree(self.instance.pk))
-                hierarchy.check_move(self.instance.pk, chain, height)
+            hierarchy.check_parent(chain, self.instance.pk, self.instance.parent_id)
         except hierarchy.InvalidParent as exc:
             self.add_error("parent", str(exc))
 

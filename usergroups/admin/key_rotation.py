@@ -12,23 +12,29 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext_lazy
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 
 from usergroups.admin.common import (
-    confirmation_response,
     keep_for_secret_page,
     secret_html,
     secret_page_context,
     shown_once_redirect,
     take_for_secret_page,
+)
+from usergroups.admin.confirm import (
+    Notice,
+    Question,
+    confirm_selected,
+    confirming,
+    skipped_note,
 )
 from usergroups.models import APIKey
 from usergroups.scopes import ordered
@@ -41,6 +47,12 @@ else:
 
 #: The page of the new keys, as :func:`keep_for_secret_page` names it.
 ROTATED_PAGE = "apikey:rotated"
+#: The selected keys that rotating leaves alone, on its confirmation page.
+NOT_USABLE = ngettext_lazy(
+    "%(count)s selected key revoked or expired stays as it is.",
+    "%(count)s selected keys revoked or expired stay as they are.",
+    "count",
+)
 DEFAULT_GRACE_HOURS = 24
 #: A week: longer overlaps are a second key, not a rotation.
 MAX_GRACE_HOURS = 24 * 7
@@ -70,16 +82,17 @@ class KeyRotationMixin(KeyRotationBase):
 
     @admin.action(permissions=["rotate"], description=_("Rotate selected API keys"))
     def rotate_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> HttpResponse | None:
+        grace_form = GraceForm(request.POST if confirming(request) else None)
+
+        def rotate(api_keys: list[APIKey]) -> list[Notice]:
+            self._rotate(request, api_keys, grace_form.cleaned_data["grace_hours"])
+            return []  # the page of the new keys says it
+
         usable = list(queryset.usable().select_related("workspace"))  # type: ignore[attr-defined]
-        if not usable:
-            messages.info(
-                request, gettext("The selected API keys are revoked or expired: nothing to rotate.")
-            )
-            return None
-        grace_form = GraceForm(request.POST if request.POST.get("post") == "yes" else None)
-        if not grace_form.is_valid():
-            skipped = queryset.count() - len(usable)
-            consequences = [
+        asked = Question(
+            title=gettext("Rotate API keys?"),
+            question=gettext("Replace these API keys by new ones?"),
+            consequences=[
                 gettext(
                     "Each key is replaced by a new one with the same workspace, name and "
                     "scopes, shown once on the next page."
@@ -87,35 +100,28 @@ class KeyRotationMixin(KeyRotationBase):
                 gettext(
                     "The old key keeps working for the hours you choose below, then is refused."
                 ),
-            ]
-            if skipped:
-                consequences.append(
-                    ngettext(
-                        "%(count)s selected key revoked or expired stays as it is.",
-                        "%(count)s selected keys revoked or expired stay as they are.",
-                        skipped,
-                    )
-                    % {"count": skipped}
-                )
-            return confirmation_response(
-                self,
-                request,
-                title=gettext("Rotate API keys?"),
-                question=gettext("Replace these API keys by new ones?"),
-                consequences=consequences,
-                objects=usable,
-                submit_label=gettext("Yes, rotate"),
-                cancel_url=request.get_full_path(),
-                action="rotate_keys",
-                template="usergroups/admin/apikey/rotate_confirm.html",
-                extra_context={"grace_form": grace_form},
-            )
-        return self._rotated_response(request, usable, grace_form.cleaned_data["grace_hours"])
+                *skipped_note(queryset, usable, NOT_USABLE),
+            ],
+            submit_label=gettext("Yes, rotate"),
+        )
+        opts = self.model._meta
+        return confirm_selected(
+            self,
+            request,
+            "rotate_keys",
+            usable,
+            asked,
+            rotate,
+            nothing_to_do=gettext(
+                "The selected API keys are revoked or expired: nothing to rotate."
+            ),
+            form=grace_form,
+            then=reverse(f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_rotated"),
+        )
 
     @sensitive_variables("rotated")
-    def _rotated_response(
-        self, request: HttpRequest, api_keys: list[APIKey], grace_hours: int
-    ) -> HttpResponse:
+    def _rotate(self, request: HttpRequest, api_keys: list[APIKey], grace_hours: int) -> None:
+        """Rotates ``api_keys``, keeping the new keys for the page that shows them once."""
         rotated: list[tuple[int, int, str]] = []
         for old in api_keys:
             try:
@@ -134,10 +140,6 @@ class KeyRotationMixin(KeyRotationBase):
             rotated.append((old.pk, new.pk, key))
         keep_for_secret_page(
             request, ROTATED_PAGE, {"rotated": rotated, "grace_hours": grace_hours}
-        )
-        opts = self.model._meta
-        return HttpResponseRedirect(
-            reverse(f"{self.admin_site.name}:{opts.app_label}_{opts.model_name}_rotated")
         )
 
     def get_urls(self) -> list[URLPattern]:

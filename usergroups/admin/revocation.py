@@ -8,15 +8,20 @@ nothing in the admin clears ``revoked_at``.
 from typing import TYPE_CHECKING
 
 from django.contrib import admin, messages
-from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, reverse
-from django.utils.translation import gettext, ngettext
+from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern
+from django.utils.translation import gettext, ngettext, ngettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from usergroups.admin.common import confirmation_response, missing_object_redirect, object_page_url
+from usergroups.admin.common import object_page_url
+from usergroups.admin.confirm import (
+    Notice,
+    Question,
+    confirm_object,
+    confirm_selected,
+    skipped_note,
+)
 from usergroups.models import APIKey
 from usergroups.services import keys
 
@@ -24,6 +29,14 @@ if TYPE_CHECKING:
     RevocationBase = admin.ModelAdmin[APIKey]
 else:
     RevocationBase = object
+
+
+#: The selected keys that revoking leaves alone, on its confirmation page.
+ALREADY_REVOKED = ngettext_lazy(
+    "%(count)s selected key already revoked stays as it is.",
+    "%(count)s selected keys already revoked stay as they are.",
+    "count",
+)
 
 
 def revoke_consequences() -> list[str]:
@@ -49,77 +62,53 @@ class KeyRevocationMixin(RevocationBase):
         self.log_change(request, api_key, gettext("Revoked the key."))
 
     def revoke_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        api_key = self.get_object(request, unquote(object_id))
-        if api_key is None:
-            return missing_object_redirect(self, request, object_id)
-        change_url = reverse(f"{self.admin_site.name}:usergroups_apikey_change", args=[api_key.pk])
-        if api_key.is_revoked:
-            messages.info(
-                request,
-                gettext("The API key %(prefix)s… is already revoked.") % {"prefix": api_key.prefix},
-            )
-            return HttpResponseRedirect(change_url)
-        if not self.has_change_permission(request, api_key):
-            raise PermissionDenied
-        if request.method == "POST":
+        def already_revoked(api_key: APIKey) -> str | None:
+            if not api_key.is_revoked:
+                return None
+            return gettext("The API key %(prefix)s… is already revoked.") % {
+                "prefix": api_key.prefix
+            }
+
+        def revoke(api_key: APIKey) -> list[Notice]:
             self._revoke(request, api_key)
-            messages.success(
-                request,
-                gettext("The API key %(prefix)s… was revoked. Requests with it are refused.")
-                % {"prefix": api_key.prefix},
-            )
-            return HttpResponseRedirect(change_url)
-        return confirmation_response(
-            self,
-            request,
+            done = gettext("The API key %(prefix)s… was revoked. Requests with it are refused.")
+            return [(messages.SUCCESS, done % {"prefix": api_key.prefix})]
+
+        asked = Question(
             title=gettext("Revoke API key?"),
             question=gettext("Revoke this API key?"),
             consequences=revoke_consequences(),
-            objects=[api_key],
             submit_label=gettext("Yes, revoke the key"),
-            cancel_url=change_url,
             danger=True,
         )
+        return confirm_object(self, request, object_id, asked, revoke, already_revoked)
 
     @admin.action(permissions=["change"], description=_("Revoke selected API keys"))
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[APIKey]) -> HttpResponse | None:
-        keys = list(queryset.filter(revoked_at__isnull=True))
-        if not keys:
-            messages.info(request, gettext("The selected API keys are already revoked."))
-            return None
-        if request.POST.get("post") != "yes":
-            skipped = queryset.count() - len(keys)
-            consequences = revoke_consequences()
-            if skipped:
-                consequences.append(
-                    ngettext(
-                        "%(count)s selected key already revoked stays as it is.",
-                        "%(count)s selected keys already revoked stay as they are.",
-                        skipped,
-                    )
-                    % {"count": skipped}
-                )
-            return confirmation_response(
-                self,
-                request,
-                title=gettext("Revoke API keys?"),
-                question=gettext("Revoke these API keys?"),
-                consequences=consequences,
-                objects=keys,
-                submit_label=gettext("Yes, revoke the keys"),
-                cancel_url=request.get_full_path(),
-                action="revoke_keys",
-                danger=True,
-            )
-        for api_key in keys:
-            self._revoke(request, api_key)
-        messages.success(
-            request,
-            ngettext(
+        def revoke(api_keys: list[APIKey]) -> list[Notice]:
+            for api_key in api_keys:
+                self._revoke(request, api_key)
+            done = ngettext(
                 "Revoked %(count)s API key. Requests with it are refused from now on.",
                 "Revoked %(count)s API keys. Requests with them are refused from now on.",
-                len(keys),
-            )
-            % {"count": len(keys)},
+                len(api_keys),
+            ) % {"count": len(api_keys)}
+            return [(messages.SUCCESS, done)]
+
+        live = list(queryset.filter(revoked_at__isnull=True))
+        asked = Question(
+            title=gettext("Revoke API keys?"),
+            question=gettext("Revoke these API keys?"),
+            consequences=revoke_consequences() + skipped_note(queryset, live, ALREADY_REVOKED),
+            submit_label=gettext("Yes, revoke the keys"),
+            danger=True,
         )
-        return None
+        return confirm_selected(
+            self,
+            request,
+            "revoke_keys",
+            live,
+            asked,
+            revoke,
+            nothing_to_do=gettext("The selected API keys are already revoked."),
+        )

@@ -105,7 +105,7 @@ def create_group(
         if parent_user_group_id is not None:
             hierarchy.lock_workspace(workspace_id)
             chain = hierarchy.parent_chain(workspace_id, parent_user_group_id)
-            hierarchy.check_depth(chain)
+            hierarchy.check_parent(chain)
             group.parent_id = chain[-1].team_id
         group.save(force_insert=True)
         SchemaMapping.objects.bulk_create(
@@ -440,11 +440,18 @@ def _new_parent_id(group: UserGroup, parent_user_group_id: str | None) -> int | 
     if parent_user_group_id is None:
         return None
     chain = hierarchy.parent_chain(group.workspace_id, parent_user_group_id)
-    parent_id = chain[-1].team_id
-    if parent_id != group.parent_id:  # staying is allowed, whatever the bound says now
-        height = max(level for _team_id, level in lineage.subtree(group.team_id))
-        hierarchy.check_move(group.team_id, chain, height)
-    return parent_id
+    hierarchy.check_parent(chain, group.team_id, group.parent_id)
+    return chain[-1].team_id
+
+
+def provided_id_taken(workspace_id: int, provided_id: str, other_than: int | None = None) -> bool:
+    """Whether a group of the workspace (other than the group ``other_than``) holds
+    ``provided_id`` now. The admin's form asks before saving; a rename asks after the
+    unique constraint refused it."""
+    holders = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=provided_id)
+    if other_than is not None:
+        holders = holders.exclude(pk=other_than)
+    return holders.exists()
 
 
 def _provided_id_taken(groups: QuerySet[UserGroup], new_id: str) -> bool:
@@ -454,8 +461,7 @@ def _provided_id_taken(groups: QuerySet[UserGroup], new_id: str) -> bool:
     if current is None:
         return False
     team_id, workspace_id = current
-    others = UserGroup.objects.filter(workspace_id=workspace_id, provided_id=new_id)
-    return others.exclude(pk=team_id).exists()
+    return provided_id_taken(workspace_id, new_id, other_than=team_id)
 
 
 @sensitive_variables("token")

@@ -60,6 +60,22 @@ def check_depth(chain: Sequence[Ancestor], height: int = 1) -> None:
         )
 
 
+def check_parent(
+    chain: Sequence[Ancestor], team_id: int | None = None, parent_id: int | None = None
+) -> None:
+    """:class:`InvalidParent` unless group ``team_id`` (None: a group being created), now
+    under ``parent_id``, may go under the parent whose chain (root first) is ``chain``:
+    staying is allowed, whatever the bound says now. The service checks it with the
+    workspace locked; the admin's form, before anything is saved."""
+    if chain[-1].team_id == parent_id:
+        return
+    if team_id is None:
+        check_depth(chain)
+    else:
+        height = max(level for _team_id, level in lineage.subtree(team_id))
+        check_move(team_id, chain, height)
+
+
 def check_move(team_id: int, chain: Sequence[Ancestor], height: int) -> None:
     """:class:`InvalidParent` if putting group ``team_id`` (its subtree ``height``
     levels high) under the parent of ``chain`` makes a cycle or too deep a hierarchy."""
