@@ -163,9 +163,7 @@ def record_with_parent(group: UserGroup, mapping: Iterable[tuple[str, str]]) -> 
     return record_of(group, mapping, chain)
 
 
-def _run(
-    sql: str, params: Sequence[Any]
-) -> "RawQuerySet[UserGroup]":  # not subscriptable at run time
+def _run(sql: str, params: Sequence[Any]) -> "RawQuerySet[UserGroup]":  # not subscriptable at run time
     return UserGroup.objects.using(router.db_for_read(UserGroup)).raw(sql, params)
 
 
