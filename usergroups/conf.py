@@ -17,6 +17,8 @@ PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 def parse_rate(rate: str) -> tuple[int, int]:
     """``(requests, seconds)`` of a rate as DRF writes one, ``"100/minute"``; else ValueError."""
+    # Not DRF's SimpleRateThrottle.parse_rate: a method of a throttle class the app's is
+    # not (it counts atomically), and it takes "0/minute".
     count, period = rate.split("/")
     if int(count) < 1 or period[:1] not in PERIODS:
         raise ValueError(f"Not a rate: {rate!r}")
