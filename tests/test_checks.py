@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 import usergroups.checks
-from usergroups.conf import usergroups_settings
+from usergroups.conf import SETTINGS, usergroups_settings
 
 SQLITE_OK = {"transaction_mode": "IMMEDIATE", "timeout": 20}
 
@@ -355,3 +355,81 @@ def test_e003_bad_embed_lifetime(value):
 @pytest.mark.parametrize("value", [0, -1, "365", 1.5, True, None])
 def test_e003_bad_audit_retention(value):
     assert ids(USERGROUPS={"AUDIT_RETENTION_DAYS": value}) == {"usergroups.E003"}
+
+
+# Values each setting takes, from usergroups.conf.SETTINGS -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "check_id", "message", "hint"),
+    [
+        (
+            {"MAX_BODY_BYTES": 0},
+            "usergroups.E003",
+            "USERGROUPS['MAX_BODY_BYTES'] must be an integer of at least 1.",
+            "The default is 1048576.",
+        ),
+        (
+            {"THROTTLE_RATE": "1/fortnight"},
+            "usergroups.E005",
+            "USERGROUPS['THROTTLE_RATE'] '1/fortnight' is not a rate.",
+            'Write it as DRF does: "100/minute", "10/second", "5000/day".',
+        ),
+        (
+            {"EMBED_TOKEN_ISSUER": ""},
+            "usergroups.E009",
+            "USERGROUPS['EMBED_TOKEN_ISSUER'] must be a non-empty string.",
+            "See the embed-token settings in the docs.",
+        ),
+        (
+            {"EMBED_REQUIRE_ORIGIN": "yes"},
+            "usergroups.E009",
+            "USERGROUPS['EMBED_REQUIRE_ORIGIN'] must be True or False.",
+            "See the embed-token settings in the docs.",
+        ),
+        (
+            {"WEBHOOK_RETRY_BASE_SECONDS": 16},
+            "usergroups.E011",
+            "USERGROUPS['WEBHOOK_RETRY_BASE_SECONDS'] must be a number of seconds above 0 and "
+            "at most 15.",
+            "See the webhook settings in docs/webhooks.md.",
+        ),
+        (
+            {"WEBHOOK_TASK_BACKEND": ""},
+            "usergroups.E011",
+            "USERGROUPS['WEBHOOK_TASK_BACKEND'] must name a TASKS backend.",
+            "See the webhook settings in docs/webhooks.md.",
+        ),
+        (
+            {"READ_MODEL": 1},
+            "usergroups.E012",
+            "USERGROUPS['READ_MODEL'] must be \"auto\", True or False.",
+            "See the read model in docs/settings.md.",
+        ),
+        (
+            {"LISTEN_DATABASE": "nowhere"},
+            "usergroups.E012",
+            "USERGROUPS['LISTEN_DATABASE'] must name a database of DATABASES.",
+            "See the read model in docs/settings.md.",
+        ),
+    ],
+)
+def test_a_bad_value_of_each_kind_is_reported_by_its_check(given, check_id, message, hint):
+    """Each kind of value the spec knows, refused with the id, message and hint that
+    docs/checks.md shows."""
+    with override_settings(USERGROUPS=given):
+        (error,) = [m for m in run_checks(databases=[]) if m.id.startswith("usergroups.")]
+    assert (error.id, error.msg, error.hint) == (check_id, message, hint)
+
+
+#: Values some setting does not take: each setting the spec checks refuses some of them.
+REFUSABLE = [object(), -1, 0, 16, "", "nowhere", "1/fortnight", True, None, 1.5, float("nan")]
+
+
+@pytest.mark.parametrize("name", [name for name, s in SETTINGS.items() if s.takes.check])
+def test_every_value_a_setting_does_not_take_is_reported_by_its_check_alone(name):
+    takes = SETTINGS[name].takes
+    refused = [value for value in REFUSABLE if not takes.test(value)]
+    assert refused
+    for value in refused:
+        assert ids(USERGROUPS={name: value}) == {takes.check}, value

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.support import ROOT
-from usergroups.conf import DEFAULTS
+from usergroups.conf import SETTINGS
 
 DOCS = ROOT / "docs"
 
@@ -19,10 +19,16 @@ def shown(value) -> str:
     return f'"{value}"' if isinstance(value, str) else str(value)
 
 
-@pytest.mark.parametrize("name", sorted(DEFAULTS))
-def test_every_setting_is_in_the_settings_table_with_its_default(name):
-    row = f"| `{name}` | `{shown(DEFAULTS[name])}`"
-    assert row in (DOCS / "settings.md").read_text(), row
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_every_setting_is_in_the_settings_table_with_its_default_and_doc(name):
+    """A row opens with the spec's default, and its meaning with the spec's doc line."""
+    row = table_rows("settings.md")[name]
+    assert row.startswith(f"| `{name}` | `{shown(SETTINGS[name].default)}`"), row
+    assert f" | {SETTINGS[name].doc}" in row, SETTINGS[name].doc
+
+
+def test_the_settings_table_names_no_setting_the_spec_lacks():
+    assert set(table_rows("settings.md")) == set(SETTINGS)
 
 
 def test_every_system_check_id_is_on_the_checks_page():
@@ -89,7 +95,7 @@ def ids_naming(name: str) -> set[str]:
     return {check_id for text, check_id in calls if f"'{name}'" in text or f"[{name}" in text}
 
 
-@pytest.mark.parametrize("name", sorted(DEFAULTS))
+@pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_the_settings_row_names_the_checks_that_check_it(name):
     """docs/settings.md names, on each setting's row, every check a bad value of it raises,
     and no check that has nothing to say of it (0.3 named the origin warning W003 there;
@@ -111,7 +117,7 @@ def test_the_checks_row_names_every_setting_it_checks(check_id):
     """A check of several settings names each on its docs/checks.md row (0.3's E002 row
     listed the known settings without the audit and webhook ones)."""
     row = table_rows("checks.md")[check_id]
-    checked = [name for name in DEFAULTS if check_id in ids_raised_for(name)]
+    checked = [name for name in SETTINGS if check_id in ids_raised_for(name)]
     assert checked
     assert [name for name in checked if f"`{name}`" not in row] == []
 
@@ -121,7 +127,7 @@ def test_the_unknown_setting_row_lists_no_stale_settings():
     assert raised_ids({**CONTEXT, "NO_SUCH_SETTING": 1}) == {"usergroups.E002"}
     row = table_rows("checks.md")["usergroups.E002"]
     listed = set(re.findall(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", row)) - {"NO_SUCH_SETTING"}
-    assert not listed or listed == set(DEFAULTS), sorted(listed ^ set(DEFAULTS))
+    assert not listed or listed == set(SETTINGS), sorted(listed ^ set(SETTINGS))
 
 
 def test_the_settings_probe_can_fail():

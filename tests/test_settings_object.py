@@ -3,7 +3,9 @@
 import pytest
 from django.test import override_settings
 
-from usergroups.conf import DEFAULTS, usergroups_settings
+from usergroups.conf import SETTINGS, usergroups_settings
+
+DEFAULTS = {name: setting.default for name, setting in SETTINGS.items()}
 
 DOCUMENTED_DEFAULTS = {
     "ROTATION_GRACE_SECONDS": 0,
@@ -54,6 +56,22 @@ def test_override_settings_takes_effect_at_once_and_is_undone():
         assert usergroups_settings.MAX_BODY_BYTES == 10
     assert usergroups_settings.MAX_BODY_BYTES == 1024 * 1024
     assert usergroups_settings.ROTATION_GRACE_SECONDS == 0
+
+
+def test_a_change_that_sends_no_setting_changed_applies_too():
+    """Nothing is memoized, so nothing waits for ``setting_changed``: an assignment to
+    ``django.conf.settings`` and a change of the dict in place send none, and apply."""
+    from django.conf import settings
+
+    project = settings.USERGROUPS
+    try:
+        settings.USERGROUPS = {"MAX_BODY_BYTES": 10}
+        assert usergroups_settings.MAX_BODY_BYTES == 10
+        settings.USERGROUPS["MAX_BODY_BYTES"] = 20
+        assert usergroups_settings.MAX_BODY_BYTES == 20
+    finally:
+        settings.USERGROUPS = project
+    assert usergroups_settings.MAX_BODY_BYTES == 1024 * 1024
 
 
 @override_settings(USERGROUPS={"THROTTLE_RATE": "5/minute"})

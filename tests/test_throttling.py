@@ -4,6 +4,7 @@ import logging
 
 import pytest
 from django.core.cache import caches
+from django.core.checks import run_checks
 from django.test import override_settings
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
@@ -14,6 +15,7 @@ from tests.support.concurrency import run_together
 from tests.support.factories import APIKeyFactory
 from usergroups.api import throttling
 from usergroups.api.throttling import APIKeyRateThrottle
+from usergroups.conf import parse_rate
 
 ACME = {"user_group_id": "acme"}
 LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -24,6 +26,35 @@ def clean_caches():
     with override_settings(CACHES=LOCMEM):
         caches["default"].clear()
         yield
+
+
+@pytest.mark.parametrize(
+    ("rate", "parsed"),
+    [
+        ("3/minute", (3, 60)),
+        ("10/s", (10, 1)),
+        ("5000/day", (5000, 86400)),
+        ("1/hour", (1, 3600)),
+        ("0/minute", None),
+        ("-1/minute", None),
+        ("x/minute", None),
+        ("10/fortnight", None),
+        ("10/", None),
+        ("1/2/minute", None),
+    ],
+)
+def test_the_check_refuses_exactly_the_rates_the_throttle_cannot_parse(rate, parsed):
+    """One parse: the throttle's window, and check usergroups.E005's verdict."""
+    with override_settings(USERGROUPS={"THROTTLE_RATE": rate}):
+        reported = {m.id for m in run_checks(databases=[])} & {"usergroups.E005"}
+        if parsed is None:
+            assert reported
+            with pytest.raises(ValueError):
+                parse_rate(rate)
+        else:
+            throttle = APIKeyRateThrottle()
+            assert not reported
+            assert (throttle.num_requests, throttle.duration) == parsed
 
 
 def test_off_by_default(api_client):

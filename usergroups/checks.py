@@ -9,38 +9,13 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
-from usergroups.conf import DEFAULTS, REMOVED
+from usergroups.conf import REMOVED, SETTINGS, usergroups_settings
 from usergroups.crypto import token_secrets
 from usergroups.embed.keys import SigningKeyError, given_key
 from usergroups.read_model import looks_pooled
 
 MIN_SECRET_LENGTH = 32
 
-# Setting -> smallest value allowed.
-_INTEGER_SETTINGS = {
-    "ROTATION_GRACE_SECONDS": 0,
-    "MAX_BODY_BYTES": 1,
-    "MAX_PROPERTIES_BYTES": 1,
-    "MAX_PROPERTIES_DEPTH": 1,
-    "MAX_MAPPING_ENTRIES": 0,
-    "MAX_HIERARCHY_DEPTH": 1,
-    "KEY_LAST_USED_INTERVAL_SECONDS": 0,
-    "EMBED_TOKEN_SECONDS": 30,
-    "EMBED_TOKEN_MAX_SECONDS": 30,
-    "AUDIT_RETENTION_DAYS": 1,
-    "WEBHOOK_MAX_ATTEMPTS": 1,
-    "WEBHOOK_DISABLE_AFTER_FAILURES": 1,
-    "READ_MODEL_MAX_ENTRIES": 100,
-}
-# Setting -> (smallest, largest) number of seconds allowed (int or float, above 0).
-_SECONDS_SETTINGS = {
-    "WEBHOOK_CONNECT_TIMEOUT_SECONDS": (0, None),
-    "WEBHOOK_TIMEOUT_SECONDS": (0, None),
-    # The contract's first retry comes within 15 seconds.
-    "WEBHOOK_RETRY_BASE_SECONDS": (0, 15),
-    "WEBHOOK_RETRY_MAX_SECONDS": (0, None),
-    "WEBHOOK_LEASE_SECONDS": (0, None),
-}
 # The oldest Django REST framework that works with usergroups on each Django release, the
 # last row at or below the installed Django applying. DRF before 3.18 cannot import its
 # views on Django 6.1 (django.utils.cache.cc_delim_re is gone); 3.18 is also the floor
@@ -102,7 +77,7 @@ def check_rest_framework_version(app_configs: Any = None, **kwargs: Any) -> Sequ
 
 @register(Tags.compatibility)
 def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
-    options = getattr(settings, "USERGROUPS", {})
+    options = usergroups_settings.given
     if not isinstance(options, dict):
         return [
             Error(
@@ -114,10 +89,10 @@ def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckM
     errors: list[CheckMessage] = [
         Error(
             f"Unknown USERGROUPS setting {name!r}.",
-            hint=f"Known settings: {', '.join(sorted(DEFAULTS))}.",
+            hint=f"Known settings: {', '.join(sorted(SETTINGS))}.",
             id="usergroups.E002",
         )
-        for name in sorted(set(options) - set(DEFAULTS) - set(REMOVED))
+        for name in sorted(set(options) - set(SETTINGS) - set(REMOVED))
     ]
     errors += [
         Warning(
@@ -127,17 +102,24 @@ def check_usergroups_setting(app_configs: Any, **kwargs: Any) -> Sequence[CheckM
         )
         for name in sorted(set(options) & set(REMOVED))
     ]
-    for name, minimum in _INTEGER_SETTINGS.items():
-        value = options.get(name, DEFAULTS[name])
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            errors.append(
-                Error(
-                    f"USERGROUPS[{name!r}] must be an integer of at least {minimum}.",
-                    hint=f"The default is {DEFAULTS[name]}.",
-                    id="usergroups.E003",
-                )
-            )
+    return errors + _refused(id="usergroups.E003", hint="The default is {default}.")
+
+
+def _refused(id: str, hint: str) -> list[CheckMessage]:
+    """Check ``id``'s error for each setting it reports whose value the spec's ``takes``
+    refuses; ``{default}`` in the hint stands for the setting's default."""
+    errors: list[CheckMessage] = []
+    for name, setting in SETTINGS.items():
+        value = getattr(usergroups_settings, name)
+        if setting.takes.check == id and not setting.takes.test(value):
+            message = f"USERGROUPS[{name!r}] {setting.takes.says.format(value=value)}."
+            errors.append(Error(message, hint=hint.format(default=setting.default), id=id))
     return errors
+
+
+def _taken(*names: str) -> bool:
+    """Whether each of these settings has a value it takes (else its own check says so)."""
+    return all(SETTINGS[name].takes.test(getattr(usergroups_settings, name)) for name in names)
 
 
 @register(Tags.security)
@@ -160,24 +142,12 @@ def check_token_secret(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage
 
 @register(Tags.compatibility)
 def check_throttling(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
-    options = getattr(settings, "USERGROUPS", {})
-    rate = options.get("THROTTLE_RATE") if isinstance(options, dict) else None
-    if not rate:
-        return []
-    alias = options.get("THROTTLE_CACHE", DEFAULTS["THROTTLE_CACHE"])
-    try:
-        count, period = rate.split("/")
-        valid = int(count) > 0 and period[:1] in {"s", "m", "h", "d"}
-    except (AttributeError, ValueError):
-        valid = False
-    if not valid:
-        return [
-            Error(
-                f"USERGROUPS['THROTTLE_RATE'] {rate!r} is not a rate.",
-                hint='Write it as DRF does: "100/minute", "10/second", "5000/day".',
-                id="usergroups.E005",
-            )
-        ]
+    errors = _refused(
+        id="usergroups.E005", hint='Write it as DRF does: "100/minute", "10/second", "5000/day".'
+    )
+    if errors or not usergroups_settings.THROTTLE_RATE:
+        return errors
+    alias = usergroups_settings.THROTTLE_CACHE
     if alias not in settings.CACHES:
         return [
             Error(
@@ -225,8 +195,7 @@ def check_sqlite_concurrency(app_configs: Any, **kwargs: Any) -> Sequence[CheckM
 @register(Tags.security)
 def check_embed_signing_key(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     """A given signing key must load: else every mint and verification would fail."""
-    options = getattr(settings, "USERGROUPS", {})
-    pem = options.get("EMBED_SIGNING_KEY") if isinstance(options, dict) else None
+    pem = usergroups_settings.EMBED_SIGNING_KEY
     if pem is None:
         return []
     problem = None
@@ -252,24 +221,17 @@ def check_embed_signing_key(app_configs: Any, **kwargs: Any) -> Sequence[CheckMe
 @register(Tags.compatibility)
 def check_embed_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     """The embed-token settings the integer check (E003) does not cover."""
-    options = getattr(settings, "USERGROUPS", {})
-    if not isinstance(options, dict):
-        return []  # E007
-    errors = []
-    for name in ("EMBED_TOKEN_AUDIENCE", "EMBED_TOKEN_ISSUER"):
-        value = options.get(name, DEFAULTS[name])
-        if not isinstance(value, str) or not value:
-            errors.append(_embed_error(f"USERGROUPS[{name!r}] must be a non-empty string."))
-    for name in ("EMBED_ACCEPT_GROUP_TOKENS", "EMBED_REQUIRE_ORIGIN"):
-        if not isinstance(options.get(name, DEFAULTS[name]), bool):
-            errors.append(_embed_error(f"USERGROUPS[{name!r}] must be True or False."))
-    default = options.get("EMBED_TOKEN_SECONDS", DEFAULTS["EMBED_TOKEN_SECONDS"])
-    longest = options.get("EMBED_TOKEN_MAX_SECONDS", DEFAULTS["EMBED_TOKEN_MAX_SECONDS"])
-    if isinstance(default, int) and isinstance(longest, int) and default > longest:
+    hint = "See the embed-token settings in the docs."
+    errors = _refused(id="usergroups.E009", hint=hint)
+    lifetimes = ("EMBED_TOKEN_SECONDS", "EMBED_TOKEN_MAX_SECONDS")
+    default, longest = (getattr(usergroups_settings, name) for name in lifetimes)
+    if _taken(*lifetimes) and default > longest:
         errors.append(
-            _embed_error(
+            Error(
                 "USERGROUPS['EMBED_TOKEN_SECONDS'] must not exceed "
-                "USERGROUPS['EMBED_TOKEN_MAX_SECONDS']."
+                "USERGROUPS['EMBED_TOKEN_MAX_SECONDS'].",
+                hint=hint,
+                id="usergroups.E009",
             )
         )
     return errors
@@ -278,8 +240,9 @@ def check_embed_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessa
 @register(Tags.security, deploy=True)
 def check_embed_require_origin(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     """``check --deploy``: a token minted without ``origin`` works from any web page."""
-    options = getattr(settings, "USERGROUPS", {})
-    if not isinstance(options, dict) or options.get("EMBED_REQUIRE_ORIGIN") is True:
+    if usergroups_settings.EMBED_REQUIRE_ORIGIN is True:
+        return []
+    if not isinstance(usergroups_settings.given, dict):  # E007 says enough
         return []
     return [
         Warning(
@@ -291,69 +254,33 @@ def check_embed_require_origin(app_configs: Any, **kwargs: Any) -> Sequence[Chec
     ]
 
 
-def _embed_error(message: str) -> Error:
-    return Error(message, hint="See the embed-token settings in the docs.", id="usergroups.E009")
-
-
 @register(Tags.compatibility)
 def check_webhook_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     """The webhook settings the integer check (E003) does not cover."""
-    options = getattr(settings, "USERGROUPS", {})
-    if not isinstance(options, dict):
-        return []  # E007
-    problems = []
-    if not isinstance(options.get("WEBHOOK_ALLOW_PRIVATE", False), bool):
-        problems.append("USERGROUPS['WEBHOOK_ALLOW_PRIVATE'] must be True or False.")
-    for name, (above, most) in _SECONDS_SETTINGS.items():
-        value = options.get(name, DEFAULTS[name])
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not number or value <= above or (most is not None and value > most):
-            bound = f" and at most {most}" if most is not None else ""
-            problems.append(f"USERGROUPS[{name!r}] must be a number of seconds above 0{bound}.")
-    connect, timeout, lease = (
-        options.get(name, DEFAULTS[name])
-        for name in (
-            "WEBHOOK_CONNECT_TIMEOUT_SECONDS",
-            "WEBHOOK_TIMEOUT_SECONDS",
-            "WEBHOOK_LEASE_SECONDS",
-        )
-    )
-    numbers = all(type(value) in (int, float) for value in (connect, timeout, lease))
-    if numbers and lease <= connect + timeout:
+    hint = "See the webhook settings in docs/webhooks.md."
+    errors = _refused(id="usergroups.E011", hint=hint)
+    times = ("WEBHOOK_CONNECT_TIMEOUT_SECONDS", "WEBHOOK_TIMEOUT_SECONDS", "WEBHOOK_LEASE_SECONDS")
+    connect, timeout, lease = (getattr(usergroups_settings, name) for name in times)
+    if _taken(*times) and lease <= connect + timeout:
         # A send still going when its lease ends could be sent again beside it.
-        problems.append(
-            "USERGROUPS['WEBHOOK_LEASE_SECONDS'] must be above WEBHOOK_CONNECT_TIMEOUT_SECONDS "
-            "+ WEBHOOK_TIMEOUT_SECONDS."
+        errors.append(
+            Error(
+                "USERGROUPS['WEBHOOK_LEASE_SECONDS'] must be above "
+                "WEBHOOK_CONNECT_TIMEOUT_SECONDS + WEBHOOK_TIMEOUT_SECONDS.",
+                hint=hint,
+                id="usergroups.E011",
+            )
         )
-    backend = options.get("WEBHOOK_TASK_BACKEND", DEFAULTS["WEBHOOK_TASK_BACKEND"])
-    if not isinstance(backend, str) or not backend:
-        problems.append("USERGROUPS['WEBHOOK_TASK_BACKEND'] must name a TASKS backend.")
-    return [
-        Error(message, hint="See the webhook settings in docs/webhooks.md.", id="usergroups.E011")
-        for message in problems
-    ]
+    return errors
 
 
 @register(Tags.compatibility)
 def check_read_model(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
     """The read model's settings (CONTRACT section 9), and whether listening can work."""
-    options = getattr(settings, "USERGROUPS", {})
-    if not isinstance(options, dict):
-        return []  # E007
-    setting = options.get("READ_MODEL", DEFAULTS["READ_MODEL"])
-    alias = options.get("LISTEN_DATABASE", DEFAULTS["LISTEN_DATABASE"])
-    problems = []
-    if setting not in ("auto", True, False) or not isinstance(setting, str | bool):
-        problems.append("USERGROUPS['READ_MODEL'] must be \"auto\", True or False.")
-    if alias is not None and (not isinstance(alias, str) or alias not in settings.DATABASES):
-        problems.append("USERGROUPS['LISTEN_DATABASE'] must name a database of DATABASES.")
-    if problems:
-        return [
-            Error(message, hint="See the read model in docs/settings.md.", id="usergroups.E012")
-            for message in problems
-        ]
-    if setting is False:
-        return []
+    errors = _refused(id="usergroups.E012", hint="See the read model in docs/settings.md.")
+    setting, alias = usergroups_settings.READ_MODEL, usergroups_settings.LISTEN_DATABASE
+    if errors or setting is False:
+        return errors
     database = settings.DATABASES.get(alias or "default", {})
     engine = database.get("ENGINE", "")
     if "postgresql" not in engine:

@@ -21,19 +21,11 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from usergroups.conf import usergroups_settings
+from usergroups.conf import parse_rate, usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.models import APIKey
 
 logger = get_logger(__name__)
-
-_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_rate(rate: str) -> tuple[int, int]:
-    """``(requests, seconds)`` of a rate as DRF writes them: ``"100/minute"``."""
-    count, period = rate.split("/")
-    return int(count), _PERIODS[period[0]]
 
 
 class APIKeyRateThrottle(BaseThrottle):
