@@ -19,6 +19,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from example_project.dashboards import host_api
 from example_project.dashboards.customer_site import SIGNED_IN
 from example_project.dashboards.demo import (
     DEMO_GROUPS,
@@ -29,10 +30,11 @@ from example_project.dashboards.demo import (
 )
 from example_project.dashboards.models import SignOut
 from example_project.dashboards.sources import ensure_sample_data, sample_rows
+from tests.support.demo_backend import keep_demo_key, through_test_client
 from tests.support.embed import clock_moved
-from tests.support.factories import WorkspaceFactory
+from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from usergroups import services
-from usergroups.models import EndUser, UserGroup
+from usergroups.models import AuditEvent, EndUser, UserGroup
 
 SITE = "http://testserver"  # the test client's origin: the customer site's and the host's
 PAGE_URL = "/demo/"
@@ -45,12 +47,16 @@ EMBED_TOKEN = re.compile(r"eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+"
 
 
 @pytest.fixture
-def demo(settings, db):
-    """The demo workspace and its groups, the customer site on."""
+def demo(settings, db, tmp_path, monkeypatch):
+    """The demo workspace and its groups, the customer site on, and the API key its
+    backend calls the API with, over the test client."""
     settings.DASHBOARDS_DEMO_SITE = True
     ensure_sample_data()
     workspace = WorkspaceFactory(slug="demo")
     seed_demo_groups(workspace)
+    workspace.api_key = APIKeyFactory(workspace=workspace, name="demo (make demo)")
+    keep_demo_key(settings, tmp_path, workspace.api_key.key)
+    monkeypatch.setattr(host_api, "send", through_test_client)
     return workspace
 
 
@@ -159,8 +165,8 @@ def test_each_mint_is_a_new_token(client, demo):
 def test_minting_changes_no_group(client, demo, django_assert_max_num_queries):
     before = list(UserGroup.objects.order_by("pk").values())
     mint(client)  # warm
-    # The workspace, the group (and its ancestors), the mint's audit event, and its
-    # delivery to the demo site's receiver (the webhooks' SELECT, the outbox INSERT).
+    # Through the API: the key, the group (and its ancestors), the mint's audit event, and
+    # its delivery to the demo site's receiver (the webhooks' SELECT, the outbox INSERT).
     with django_assert_max_num_queries(5):
         assert mint(client).status_code == 200
     assert list(UserGroup.objects.order_by("pk").values()) == before
@@ -535,23 +541,29 @@ def test_a_person_the_host_disabled_gets_no_token_and_loses_theirs(client, demo)
     assert not EMBED_TOKEN.search(response.content.decode())
 
 
-def test_signing_in_writes_the_person_and_the_mints_may_not_change_them(client, demo):
-    """The backend mints as a key without write (contract 8a): it writes the person's
-    attributes from its directory at sign-in; a mint meeting other ones mints nothing."""
+def test_each_mint_sends_the_directorys_attributes_which_the_host_keeps(client, demo):
+    """The backend names the person in each mint with its directory's fields, with a key
+    that has write: the host creates the person at the first mint, and a change made on
+    the host since (the admin, the API) is written back at the next one, by that key."""
     sign_in(client, "acme-eu", "anna.schmidt")
+    assert services.end_users.find_end_user(demo.pk, "anna.schmidt") is None  # the site's own
+    token = minted_token(client, "acme-eu", "anna.schmidt")
     anna = services.end_users.find_end_user(demo.pk, "anna.schmidt")
     assert (anna.display_name, anna.attributes) == ("Anna Schmidt", {"territory": ["DE"]})
-    token = minted_token(client, "acme-eu", "anna.schmidt")
-    # The host's operator changes them (the admin, or the API with a key that has write).
-    services.end_users.update_end_user(demo.pk, "anna.schmidt", {"attributes": {"t": 1}})
-    response = mint(client, "acme-eu", "anna.schmidt")
-    assert response.status_code == 403 and response.json()["error"] == "attributes_changed"
-    assert not EMBED_TOKEN.search(response.content.decode())
-    assert services.end_users.find_end_user(demo.pk, "anna.schmidt").attributes == {"t": 1}
-    # Signing in again writes the directory's back: the earlier token shows DE again.
-    sign_in(client, "acme-eu", "anna.schmidt")
-    assert expected_regions(fetch(client, token).json()["rows"]) == {"DE"}
+    services.end_users.update_end_user(
+        demo.pk, "anna.schmidt", {"attributes": {"territory": ["FR"]}}
+    )
+    assert expected_regions(fetch(client, token).json()["rows"]) == {"FR"}
     assert fetch(client, minted_token(client, "acme-eu", "anna.schmidt")).status_code == 200
+    assert services.end_users.find_end_user(demo.pk, "anna.schmidt").attributes == {
+        "territory": ["DE"]
+    }
+    assert expected_regions(fetch(client, token).json()["rows"]) == {"DE"}
+    updates = AuditEvent.objects.filter(action="end_user.updated").order_by("pk")
+    assert list(updates.values_list("actor_type", "actor_id")) == [
+        ("system", "python"),  # the change on the host, in this test's process
+        ("api_key", demo.api_key.prefix),  # written back by the next mint
+    ]
 
 
 def test_sign_out_everywhere_without_script_shows_the_signed_out_page(client, demo):
@@ -581,21 +593,31 @@ def test_demo_people_are_end_users_of_the_demo_workspace(demo):
         assert 2 <= len(people_of(group["user_group_id"])) <= 4
 
 
-def test_the_customer_backends_mints_and_sign_outs_are_recorded_under_its_name(client, demo):
-    """The page says its backend calls the services behind the API in the host's process:
-    the Activity panel (the audit trail) names it, not an anonymous ``system python``."""
-    from usergroups.models import AuditEvent
-
+def test_the_customer_backend_mints_and_revokes_over_http_with_the_demo_api_key(client, demo):
+    """The page says its backend calls the API over HTTP with its API key, as a host's
+    backend would: the audit trail (and the Activity panel, from its webhooks) names the
+    key by its prefix, for the mints and for the sign-out's revocation."""
     signed_in_token(client, "acme-eu", "dana.kowalski")
     sign_out(client, "acme-eu", "dana.kowalski", HTTP_ACCEPT="application/json")
     actors = {
-        (event.action, event.actor_type, event.actor_id)
+        (event.action, event.actor_type, event.actor_id, event.end_user_id)
         for event in AuditEvent.objects.filter(action__startswith="embed_token.")
     }
+    prefix = demo.api_key.prefix
     assert actors == {
-        ("embed_token.minted", "system", "demo customer backend"),
-        ("embed_token.revoked", "system", "demo customer backend"),
+        ("embed_token.minted", "api_key", prefix, "dana.kowalski"),
+        ("embed_token.revoked", "api_key", prefix, "dana.kowalski"),
     }
     page = client.get(PAGE_URL + "?group=acme-eu").content.decode()
-    assert "by system demo customer backend" in page
-    assert "over HTTP" not in page
+    assert "over HTTP: <code>POST /api/user/embed-token</code> with the demo's API key" in page
+    assert "by api_key ugk_" in page
+
+
+def test_the_backend_answers_unavailable_without_the_demo_key(client, demo, settings):
+    settings.DEMO_API_KEY_FILE.unlink()
+    response = mint(client)
+    assert response.status_code == 502
+    assert response.json() == {
+        "error": "unavailable",
+        "message": "No demo API key: run make demo (manage.py demo_setup).",
+    }

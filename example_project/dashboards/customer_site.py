@@ -7,19 +7,19 @@ itself (a token without a person). Its backend never hands the long-lived group 
 the browser: for each view it mints a short-lived embed token
 (``DASHBOARDS_EMBED_TOKEN_SECONDS``, 60 s in the demo) locked to this site's origin and
 to the ``sales`` dashboard, naming the signed-in person (``end_user``, with the
-attributes that narrow the rows, written when the person signs in; a mint as a key
-without ``write`` may not change them), and answers it to the page's script
-(``POST /demo/embed-token/``), which hands it to the frame with ``postMessage``: never in
-a URL. The frame asks again before the token expires.
+attributes of the site's directory, which narrow the rows), and answers it to the page's
+script (``POST /demo/embed-token/``), which hands it to the frame with ``postMessage``:
+never in a URL. The frame asks again before the token expires.
 
 "Sign out everywhere" (``POST /demo/sign-out/``) revokes every embed token of the person,
 in every customer, and ends their sign-ins on this site in every browser
 (:class:`~example_project.dashboards.models.SignOut`): the backend mints nothing more for
 them until they sign in again, so an open dashboard ends at its next request.
 
-A real customer backend calls the API with its API key (``POST /api/user/embed-token``,
-``POST /api/user/embed-token/revoke``); this one lives in the same process as the host,
-so it calls the services behind those endpoints.
+The backend mints and revokes as a real customer backend does: over HTTP, with the demo's
+API key (``POST /api/user/embed-token``, ``POST /api/user/embed-token/revoke``; see
+:mod:`.host_api`), so the host records them under that key. Only the list of customers
+on the page is read from the host's database directly.
 """
 
 from urllib.parse import urlencode
@@ -42,12 +42,13 @@ from example_project.dashboards.demo import (
     people_of,
     person_of,
 )
+from example_project.dashboards.host_api import HostUnavailable, post
 from example_project.dashboards.models import SignOut
 from example_project.dashboards.queries import SCHEMA_ID
 from usergroups.embed.origins import normalize_origin
 from usergroups.models import Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import embed, end_users, groups
+from usergroups.services import groups
 
 # The page loads its script and style from this site only, and its script talks to this
 # site only (to mint tokens).
@@ -82,14 +83,10 @@ def site_origin(request: HttpRequest) -> str:
     return origin
 
 
-def demo_workspace() -> Workspace:
-    """The workspace whose groups are this site's customers; 404 while the site is off."""
+def require_demo_site() -> None:
+    """404 while the customer site is off."""
     if not demo_site_enabled():
         raise Http404("The demo customer site is off (DASHBOARDS_DEMO_SITE).")
-    workspace = Workspace.objects.filter(slug=demo_workspace_slug()).first()
-    if workspace is None:
-        raise Http404("No demo workspace: run make demo.")
-    return workspace
 
 
 def viewer(request: HttpRequest, provided_id: str) -> tuple[str, dict | None]:
@@ -123,6 +120,11 @@ def refused(code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": code, "message": message}, status=403)
 
 
+def unavailable(message: str) -> JsonResponse:
+    """502 for the page's script: the host's API could not give what it asked for."""
+    return JsonResponse({"error": "unavailable", "message": message}, status=502)
+
+
 def page_of(provided_id: str) -> HttpResponseRedirect:
     return HttpResponseRedirect(
         f"{reverse('dashboards:customer-site')}?{urlencode({'group': provided_id})}"
@@ -146,8 +148,7 @@ def _group_card(group: GroupRecord) -> dict:
 @xframe_options_deny
 def customer_site(request: HttpRequest) -> HttpResponse:
     """The page: no token in it; its script asks this site's backend for one."""
-    if not demo_site_enabled():
-        raise Http404("The demo customer site is off (DASHBOARDS_DEMO_SITE).")
+    require_demo_site()
     workspace = Workspace.objects.filter(slug=demo_workspace_slug()).first()
     cards = [_group_card(group) for group in groups.list_groups(workspace.pk)] if workspace else []
     chosen_id = request.GET.get("group", "")
@@ -173,60 +174,65 @@ def customer_site(request: HttpRequest) -> HttpResponse:
 
 @never_cache
 @require_POST
-@sensitive_variables("minted")
+@sensitive_variables("answer")
 def mint_embed_token(request: HttpRequest) -> JsonResponse:
     """POST /demo/embed-token/ (``group=<user_group_id>``, ``person=<end_user_id>`` or
     empty, CSRF protected): an embed token for the customer's group, locked to this site's
-    origin, naming the person signed in on this browser, for the page's script.
+    origin, naming the person signed in on this browser, for the page's script. Minted
+    with ``POST /api/user/embed-token`` and the demo's API key.
 
     A real site takes the group and the person from its signed-in user, never from the
     request; the demo lets whoever opens it pick a customer and a person, and the request
     only says whom the page shows, which must be whom the session says: a person signed
     out (everywhere, or by signing in as someone else) gets no token, and the customer's
-    own view is not minted in their stead. It never creates a group.
+    own view is not minted in their stead. It never creates a group (the mint does not).
     """
-    workspace = demo_workspace()
+    require_demo_site()
     provided_id = request.POST.get("group", "")
+    if not provided_id:
+        raise Http404("No customer chosen.")
     state, person = viewer(request, provided_id)
     shown = person["end_user_id"] if state == "person" and person else ""
     if state == "signed_out" or request.POST.get("person", "") != shown:
         return refused("signed_out", "That person is not signed in on this site.")
+    origin = site_origin(request)  # where the tokens are used, and where the host is
+    body = {
+        "user_group_id": provided_id,
+        "resource": SCHEMA_ID,
+        "origin": origin,
+        "expires_in": embed_token_seconds(),
+    }
+    if shown and person:
+        # The directory's fields with each mint: the host keeps the person as the site
+        # says (the demo's key has write: a change made on the host since is written back).
+        body["end_user"] = end_user_of(person)
     try:
-        minted = embed.mint_embed_token(
-            workspace.pk,
-            provided_id,
-            resource=SCHEMA_ID,
-            origin=site_origin(request),
-            expires_in=embed_token_seconds(),
-            end_user=end_user_of(person) if shown and person else None,
-            # As a key with only the embed scope: the person's attributes as written at
-            # sign-in, unchanged, and no params replacing the group's or the person's keys.
-            may_replace_variables=False,
+        status, answer = post(origin, "/api/user/embed-token", body)
+    except HostUnavailable as exc:
+        return unavailable(str(exc))
+    if status == 200:
+        return JsonResponse(
+            {"embed_token": answer["embed_token"], "expires_in": answer["expires_in"]}
         )
-    except end_users.EndUserDisabled:  # by the host's operator (admin or API)
+    code = answer.get("error", {}).get("code") if isinstance(answer, dict) else None
+    if code == "end_user_disabled":  # by the host's operator (admin or API)
         return refused("end_user_disabled", "That person's access is disabled.")
-    except embed.AttributesLocked:  # changed by the host's operator since the sign-in
-        return refused("attributes_changed", "That person's attributes changed; sign in again.")
-    if minted is None:
+    if status == 404:
         raise Http404("No such group in the demo workspace.")
-    return JsonResponse({"embed_token": minted.token, "expires_in": minted.expires_in})
+    return unavailable(f"The host's API refused the mint ({status} {code}).")
 
 
 @never_cache
 @require_POST
 def sign_in(request: HttpRequest) -> HttpResponse:
     """POST /demo/sign-in/ (``group``, ``person``, CSRF protected): sign this browser in as
-    a person of the customer's, as a login form would, write the person's fields from the
-    site's directory (nothing when unchanged), then show the customer's page."""
-    workspace = demo_workspace()
+    a person of the customer's, as a login form would, then show the customer's page. The
+    host hears of the person with the first mint for them."""
+    require_demo_site()
     provided_id = request.POST.get("group", "")
     person = person_of(provided_id, request.POST.get("person", ""))
     if person is None:
         raise Http404("No such person for this customer in the site's directory.")
-    # The directory's fields written as a backend would with PUT /api/user/end-user (a
-    # key with write): the mints that follow, as a key without it, may not change them.
-    spec = end_user_of(person)
-    end_users.put_end_user(workspace.pk, spec.end_user_id, spec.changes)
     request.session.cycle_key()  # a new session for a new sign-in, as django's login does
     request.session[SIGNED_IN] = {
         "group": provided_id,
@@ -240,11 +246,12 @@ def sign_in(request: HttpRequest) -> HttpResponse:
 @require_POST
 def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
     """POST /demo/sign-out/ (``group``, ``person``, CSRF protected): revoke every embed
-    token of the person signed in here, in every customer (the service behind
-    ``POST /api/user/embed-token/revoke`` with ``{"end_user_id": …}``), and end their
-    sign-ins on this site, in every browser. Answers JSON to the page's script (the page stays, so its open
-    dashboard shows the end at its next request), else shows the customer's page."""
-    workspace = demo_workspace()
+    token of the person signed in here, in every customer
+    (``POST /api/user/embed-token/revoke`` with ``{"end_user_id": …}`` and the demo's API
+    key), and end their sign-ins on this site, in every browser. Answers JSON to the
+    page's script (the page stays, so its open dashboard shows the end at its next
+    request), else shows the customer's page."""
+    require_demo_site()
     provided_id = request.POST.get("group", "")
     state, person = viewer(request, provided_id)
     if state != "person" or person is None or request.POST.get("person") != person["end_user_id"]:
@@ -255,8 +262,17 @@ def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
         SignOut.objects.update_or_create(
             end_user_id=person["end_user_id"], defaults={"signed_out_at": timezone.now()}
         )
-    # The host's half. None: the person never had a token (nor was seeded): nothing to do.
-    end_users.revoke_tokens(workspace.pk, person["end_user_id"])
+    # The host's half. 404: the host has no such person (never minted for): nothing to end.
+    try:
+        status, _answer = post(
+            site_origin(request),
+            "/api/user/embed-token/revoke",
+            {"end_user_id": person["end_user_id"]},
+        )
+    except HostUnavailable as exc:
+        return unavailable(str(exc))
+    if status not in (200, 404):
+        return unavailable(f"The host's API refused the revocation ({status}).")
     if request.headers.get("Accept", "").startswith("application/json"):
         return JsonResponse(
             {"signed_out": person["end_user_id"], "display_name": person["display_name"]}

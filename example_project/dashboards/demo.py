@@ -5,7 +5,7 @@ from django.conf import settings
 from example_project.dashboards.sources import ensure_sample_data
 from usergroups.models import Workspace
 from usergroups.records import GroupRecord
-from usergroups.services import embed, end_users, groups
+from usergroups.services import end_users, groups
 
 #: What a customer site's backend would send to ``GET /api/user`` for each of its customers.
 DEMO_GROUPS = [
@@ -98,13 +98,14 @@ def person_of(provided_id: str, end_user_id: str) -> dict | None:
     return next((p for p in people_of(provided_id) if p["end_user_id"] == end_user_id), None)
 
 
-def end_user_of(person: dict) -> embed.EndUserSpec:
-    """What the customer site's backend sends as ``end_user`` when it mints for
-    ``person`` (``{"id", "display_name", "attributes"}`` in the API's mint body)."""
-    return embed.EndUserSpec(
-        person["end_user_id"],
-        {"display_name": person["display_name"], "attributes": person["attributes"]},
-    )
+def end_user_of(person: dict) -> dict:
+    """What the customer site's backend sends as ``end_user`` in the API's mint body when
+    it mints for ``person``: their id and the directory's fields."""
+    return {
+        "id": person["end_user_id"],
+        "display_name": person["display_name"],
+        "attributes": person["attributes"],
+    }
 
 
 def demo_workspace_slug() -> str:

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from example_project.dashboards.customer_site import demo_site_enabled
+from example_project.dashboards.host_api import read_secret
 from example_project.dashboards.models import ReceivedWebhookEvent
 
 #: Events kept for the panel; older ones are deleted as new ones come.
@@ -35,10 +36,7 @@ def signing_secret() -> str:
     given = os.environ.get("DEMO_WEBHOOK_SECRET", "")
     if given:
         return given
-    try:
-        return secret_file().read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+    return read_secret(secret_file())
 
 
 @csrf_exempt  # a server-to-server POST, authenticated by its signature instead

@@ -14,6 +14,7 @@ from django.db import connection
 
 from example_project.dashboards.demo import seed_demo_groups, seed_demo_people
 from example_project.dashboards.sources import ensure_sample_data
+from tests.support.demo_backend import keep_demo_key
 from tests.support.deployment import FAST_WEBHOOKS, ManageProcess, database_url, server_env
 from tests.support.factories import APIKeyFactory, WorkspaceFactory
 from tests.support.origins import running_origin
@@ -80,12 +81,13 @@ def browser_context_args(browser_context_args):
 @pytest.fixture
 def screenshot(page):
     """``screenshot("groups-01-login")`` saves the whole page as a PNG (overwriting the
-    previous run's: the names are fixed, so a person finds each page at the same path)."""
+    previous run's: the names are fixed, so a person finds each page at the same path);
+    ``screenshot(name, other_page)``, another page of the test's (a second browser's)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    def take(name: str) -> Path:
+    def take(name: str, shown=None) -> Path:
         path = SCREENSHOTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        (shown or page).screenshot(path=str(path), full_page=True)
         return path
 
     return take
@@ -113,15 +115,18 @@ def admin_login(page, live_server, django_user_model, screenshot):
 
 
 @pytest.fixture
-def demo(transactional_db, settings):
+def demo(transactional_db, settings, tmp_path):
     """What ``make demo`` sets up: the demo workspace, its groups and people, the sample
-    rows, and an API key for the customer site's backend. Returns ``(workspace, API key)``."""
+    rows, and the API key the customer site's backend calls the live server's API with
+    (kept in its key file). Returns ``(workspace, API key)``."""
     settings.DASHBOARDS_DEMO_SITE = True
     ensure_sample_data()
     workspace = WorkspaceFactory(slug="demo", name="Demo")
     seed_demo_groups(workspace)
     seed_demo_people(workspace)
-    return workspace, APIKeyFactory(workspace=workspace, name="customer site backend").key
+    key = APIKeyFactory(workspace=workspace, name="customer site backend").key
+    keep_demo_key(settings, tmp_path, key)
+    return workspace, key
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ process (``manage.py db_worker``) delivers them, signed, to the site's own recei
 (``/demo/webhook/``, which verifies the signature), and the panel, which polls the
 receiver's list, shows each within a bounded wait: the mints of a customer's and a
 person's dashboards, the revocations of the person's tokens (sign out everywhere) and of
-the group's (each with its axis), a rotation of the group's token.
+the group's (each with its axis), a rotation of the group's token. The site's backend
+mints and revokes over HTTP with the demo's API key: the panel names the key.
 Nothing secret is shown. Screenshot: artifacts/screenshots/activity-*.png.
 """
 
@@ -19,6 +20,7 @@ from example_project.demo.management.commands.demo_setup import Command as DemoS
 from tests.support.dashboard_page import expect_rows
 from tests.support.http import call_api
 from usergroups import services
+from usergroups.models import AuditEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,12 +45,15 @@ def test_the_activity_panel_lists_mints_revocations_and_changes_as_they_happen(
     events = panel.get_by_role("log")
     expect(panel).to_be_visible()
 
-    # Opening a customer's dashboard mints an embed token: its event arrives.
+    # Opening a customer's dashboard mints an embed token: its event arrives, made by the
+    # demo's API key (named by its prefix), as the site's backend calls the API over HTTP.
     page.get_by_role("link", name=re.compile("Acme Europe")).click()
     expect_rows(page, "eu_warehouse", {"DE", "FR"})
     minted = events.locator('[data-action="embed_token.minted"]')
     expect(minted.first).to_contain_text("group acme-eu", timeout=ARRIVES_MS)
     expect(minted.first).to_contain_text("for sales")
+    prefix = services.keys.find_api_key(api_key).prefix  # a key is named by its prefix only
+    expect(minted.first).to_contain_text(f"by api_key {prefix}")
     screenshot("activity-01-a-mint")
 
     # A person signs in (a mint naming her) and signs out everywhere (her tokens revoked,
@@ -76,9 +81,9 @@ def test_the_activity_panel_lists_mints_revocations_and_changes_as_they_happen(
     expect(revoked).to_have_count(2, timeout=ARRIVES_MS)
     by_group, by_person = revoked.nth(0), revoked.nth(1)  # newest first
     expect(by_group).to_contain_text("group acme-eu · axis user_group")
-    prefix = services.keys.find_api_key(api_key).prefix  # a key is named by its prefix only
     expect(by_group).to_contain_text(f"by api_key {prefix}")
     expect(by_person).to_contain_text("end user anna.schmidt · axis end_user")
+    expect(by_person).to_contain_text(f"by api_key {prefix}")  # the site's sign-out
     expect(by_person).to_have_class(re.compile(r"\bis-new\b"))  # came in while open
     expect(minted.filter(has_text="end user anna.schmidt")).to_have_count(1)
     actions = events.locator("[data-action]").evaluate_all(
@@ -86,6 +91,12 @@ def test_the_activity_panel_lists_mints_revocations_and_changes_as_they_happen(
     )
     assert actions.index("user_group.token_rotated") < actions.index("embed_token.revoked")
     assert actions.index("embed_token.revoked") < actions.index("embed_token.minted")
+    # Each mint and revocation came to the API over the network, from this machine: the
+    # audit trail has the request's address, as for any client's.
+    assert {
+        (event.actor_type, event.actor_id, event.ip)
+        for event in AuditEvent.objects.filter(action__startswith="embed_token.")
+    } == {("api_key", prefix, "127.0.0.1")}
     screenshot("activity-02-signed-out-revoked-rotated")
 
     # Nothing secret on the page: no group token, embed token, key or webhook secret.

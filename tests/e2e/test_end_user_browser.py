@@ -21,6 +21,8 @@ from tests.support.dashboard_page import (
     embed_token_of,
     expect_rows,
 )
+from tests.support.http import call_api
+from usergroups import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,4 +131,80 @@ def test_a_person_signs_in_sees_their_rows_and_signs_out_everywhere(
     expect_rows(page, "eu_warehouse", {"FR"})
     again = embed_token_of(data_requests(watched["requests"])[-1])
     assert again != bruno and claims(again)["end_user_id"] == "bruno.lefevre"
+    assert not watched["problems"]
+
+
+def test_a_persons_dashboard_says_revoked_or_signed_out_and_another_browser_follows(
+    page, live_server, screenshot, demo, watched, browser, browser_context_args
+):
+    """Refused with a token naming a person, the dashboard tells a revocation of the
+    group's access ("Access revoked": the person stays signed in) from the person's sign
+    out everywhere ("Session ended"), which another browser's page shows too, unreloaded,
+    and from the host's operator disabling the person."""
+    workspace, api_key = demo
+    page.goto(f"{live_server.url}/demo/?group=acme-eu")
+    anna = page.get_by_role("list", name="People of Acme Europe").get_by_role(
+        "button", name=re.compile("Anna Schmidt")
+    )
+    anna.click()
+    expect_rows(page, "eu_warehouse", {"DE"})
+
+    # The customer's backend revokes the group's embed tokens: Anna's open dashboard says
+    # "Access revoked" at its next request, and she is still signed in on the site.
+    status, body = call_api(
+        live_server.url, api_key, "POST", {"user_group_id": "acme-eu"},
+        path="/api/user/embed-token/revoke",
+    )  # fmt: skip
+    assert status == 200, body
+    frame = dashboard(page)
+    frame.get_by_role("button", name="Refresh").click()
+    expect(frame.locator("#dashboard")).to_have_attribute("data-state", "revoked")
+    expect(frame.get_by_role("status")).to_contain_text("Access revoked.")
+    expect(frame.get_by_role("status")).not_to_contain_text("signed out")
+    expect(page.locator("#viewer")).to_contain_text("Signed in as Anna Schmidt")
+    screenshot("person-06-group-revoked")
+
+    # Reloaded: a new token, her rows. Browser B (cookies of its own) signs her in too.
+    page.reload()
+    expect_rows(page, "eu_warehouse", {"DE"})
+    other = browser.new_context(**browser_context_args)
+    try:
+        page_b = other.new_page()
+        page_b.goto(f"{live_server.url}/demo/?group=acme-eu")
+        page_b.get_by_role("list", name="People of Acme Europe").get_by_role(
+            "button", name=re.compile("Anna Schmidt")
+        ).click()
+        expect_rows(page_b, "eu_warehouse", {"DE"})
+        expect(page_b.locator("#viewer")).to_contain_text("Signed in as Anna Schmidt")
+
+        # Signed out everywhere in browser A: B's dashboard ends at its next request,
+        # and B's page no longer says she is signed in, without a reload.
+        page.get_by_role("button", name="Sign out everywhere").click()
+        expect(page.locator("#signed-out-notice")).to_be_visible()
+        frame_b = dashboard(page_b)
+        frame_b.get_by_role("button", name="Refresh").click()
+        expect(frame_b.locator("#dashboard")).to_have_attribute("data-state", "ended")
+        expect(frame_b.get_by_role("status")).to_contain_text("Session ended.")
+        expect(frame_b.get_by_role("status")).to_contain_text(
+            "Anna Schmidt was signed out everywhere"
+        )
+        expect(page_b.get_by_text("Signed in as")).to_be_hidden()
+        expect(page_b.locator("#signed-out-notice")).to_be_visible()
+        expect(page_b.locator(".person.active")).to_have_count(0)
+        screenshot("person-07-another-browser-signed-out", page_b)
+    finally:
+        other.close()
+
+    # In browser A, Bruno signs in; the host's operator disables him: his dashboard says
+    # that at its next request, not that he signed out.
+    page.get_by_role("list", name="People of Acme Europe").get_by_role(
+        "button", name=re.compile("Bruno Lefèvre")
+    ).click()
+    expect_rows(page, "eu_warehouse", {"FR"})
+    services.end_users.disable_end_user(workspace.pk, "bruno.lefevre")
+    frame.get_by_role("button", name="Refresh").click()
+    expect(frame.locator("#dashboard")).to_have_attribute("data-state", "ended")
+    expect(frame.get_by_role("status")).to_contain_text(
+        "Bruno Lefèvre's access is disabled on the analytics host"
+    )
     assert not watched["problems"]

@@ -2,11 +2,12 @@
 // token asks are answered with tokens minted by this site's backend, to the frame's origin
 // only. The backend mints for the person signed in here (the frame's data-person, which it
 // checks against the session) and answers {"error": "signed_out"} once they are signed
-// out: the frame is told the session ended. The token travels in the mint answer's body
-// and in postMessage, never in a URL.
+// out: the frame is told the session ended, and this page stops saying who is signed in.
+// The token travels in the mint answer's body and in postMessage, never in a URL.
 //
 // "Sign out everywhere" is a form that this script sends with fetch, so that the page and
-// the dashboard open in it stay: the dashboard learns at its next request.
+// the dashboard open in it stay: the dashboard learns at its next request. In another
+// browser the person's page learns when its dashboard does (its next ask is refused).
 import { serveTokens } from "../usergroups/embed.js";
 
 function csrfToken() {
@@ -23,7 +24,21 @@ async function mint(frame) {
     credentials: "same-origin",
     cache: "no-store",
   });
-  return response.json();
+  const answer = await response.json();
+  if (answer.error === "signed_out") showSignedOut();
+  return answer;
+}
+
+// The person shown here was signed out everywhere (from this page or another browser).
+function showSignedOut() {
+  const notice = document.getElementById("signed-out-notice");
+  if (!notice) return; // nobody was signed in on this page
+  document.getElementById("viewer").hidden = true;
+  notice.hidden = false;
+  for (const person of document.querySelectorAll(".person.active")) {
+    person.classList.remove("active");
+    person.removeAttribute("aria-current");
+  }
 }
 
 async function signOutEverywhere(form) {
@@ -43,12 +58,7 @@ async function signOutEverywhere(form) {
     return;
   }
   // Signed out: the page says so; the open dashboard finds out at its next request.
-  document.getElementById("viewer").hidden = true;
-  document.getElementById("signed-out-notice").hidden = false;
-  for (const person of document.querySelectorAll(".person.active")) {
-    person.classList.remove("active");
-    person.removeAttribute("aria-current");
-  }
+  showSignedOut();
 }
 
 document.addEventListener("submit", (event) => {

@@ -3,11 +3,11 @@
 //
 // embed.js asks the parent for a fresh token at two thirds of each one's life and once
 // more after a 401 token_expired, without reloading: the region filter and everything
-// else on the page stay as they are. A session the host ends (401 authentication_failed:
-// revoked, e.g. the group's token was rotated) shows "Access revoked"; for a token that
-// names a person (end_user_id), "Session ended": the person was signed out everywhere, or
-// disabled. So does the customer site's refusal to mint for a person it signed out: the
-// dashboard never falls back to a token for someone else.
+// else on the page stay as they are. A session that ends says why, by the code embed.js
+// reports: "Access revoked" (authentication_failed: the group's token was rotated, its
+// embed tokens revoked), "Session ended" when the customer site signed the person out
+// everywhere (signed_out) or the host disabled them (end_user_disabled). The dashboard
+// never falls back to a token for someone else.
 import { connect } from "../usergroups/embed.js";
 
 const root = document.getElementById("dashboard");
@@ -16,6 +16,8 @@ const $ = (id) => document.getElementById(id);
 const numbers = new Intl.NumberFormat("en-US");
 const COLORS = ["#4f6bed", "#16a085", "#f29d38", "#c2417f", "#7a8699", "#8e5cd9"];
 const SVG = "http://www.w3.org/2000/svg";
+// This site's own origin and the configured customer sites' (the page's frame-ancestors).
+const parents = JSON.parse($("parent-origins").textContent);
 let session = null;
 let current = null; // the last answer, drawn through the filters
 const filters = { region: "" };
@@ -43,19 +45,32 @@ function showError(state, title, text, kind = "error") {
   setState(state);
 }
 
-// The host refused the token (or the customer site would not mint another): a token that
-// names a person ends that person's session; one without, the group's access.
+// The host refused a token that names a person as revoked (401 authentication_failed):
+// the person was signed out everywhere or disabled, or the group's access was revoked,
+// which the host does not tell apart. The customer site knows: asked once more for a
+// token, as a reloaded dashboard would, it refuses one for a person it signed out
+// (signed_out) or the host disabled (end_user_disabled); it mints one, unused here, for a
+// person still signed in, whose group's access was revoked then.
 function showEnded({ code, claims }) {
   const endUserId = claims && claims.end_user_id;
-  if (endUserId || code === "signed_out" || code === "end_user_disabled") {
-    const viewer = current && current.end_user ? current.end_user.display_name : endUserId || "The person";
-    showError(
-      "ended",
-      "Session ended.",
-      `${viewer} was signed out everywhere (or their access was revoked or disabled): this dashboard ` +
-        "shows no more data. Sign in again on the customer site.",
-      "ended",
-    );
+  if (code !== "authentication_failed" || !endUserId) return showWhy(code, endUserId);
+  const asked = connect({ parents });
+  asked
+    .ready()
+    .then(
+      () => showWhy(code, endUserId),
+      () => showWhy(asked.ended || code, endUserId),
+    )
+    .finally(() => asked.close());
+}
+
+function showWhy(code, endUserId) {
+  const viewer = current && current.end_user ? current.end_user.display_name : endUserId || "The person";
+  const signIn = "this dashboard shows no more data. Sign in again on the customer site.";
+  if (code === "signed_out") {
+    showError("ended", "Session ended.", `${viewer} was signed out everywhere: ${signIn}`, "ended");
+  } else if (code === "end_user_disabled") {
+    showError("ended", "Session ended.", `${viewer}'s access is disabled on the analytics host: ${signIn}`, "ended");
   } else {
     showError(
       "revoked",
@@ -283,8 +298,6 @@ if (window.parent === window) {
   $("refresh").hidden = true;
   showStatus("info", "Embedded only.", "A customer site frames this page and hands it an embed token; open /demo/.");
 } else {
-  // This site's own origin and the configured customer sites' (the page's frame-ancestors).
-  const parents = JSON.parse($("parent-origins").textContent);
   // The frame takes the dashboard's own height (not the document's, which is never less
   // than the frame's), so it can shrink too.
   session = connect({ parents, sizeOf: root });

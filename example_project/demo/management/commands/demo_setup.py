@@ -1,9 +1,11 @@
 """``manage.py demo_setup``: the demo workspace and its API key, idempotently.
 
 API keys are never recoverable from the database, so the plain demo key is kept in
-a git-ignored file (``.demo-api-key`` in the repo root). It is reused while it still
-authenticates; otherwise (first run, database deleted, key revoked or expired) a new
-key is issued and the file rewritten. Then the key and curl commands are printed.
+a git-ignored file (``.demo-api-key`` in the repo root), where the demo's customer
+backend reads it to call the API (:mod:`example_project.dashboards.host_api`). It is
+reused while it still authenticates; otherwise (first run, database deleted, key revoked
+or expired) a new key is issued and the file rewritten. Then the key and curl commands
+are printed.
 """
 
 import json
@@ -11,11 +13,11 @@ import os
 import shlex
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from example_project.dashboards.demo import seed_demo
+from example_project.dashboards.host_api import api_key_file, read_secret
 from usergroups.models import APIKey, Webhook, Workspace
 from usergroups.services import keys
 from usergroups.webhooks import registry
@@ -23,13 +25,6 @@ from usergroups.webhooks import registry
 KEY_NAME = "demo (make demo)"
 #: What the customer site's receiver (/demo/webhook/) gets: every change, mint and revocation.
 WEBHOOK_EVENTS = ["user_group", "embed_token", "end_user", "api_key", "webhook"]
-
-
-def read_key(path: Path) -> str:
-    try:
-        return path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def write_key(path: Path, key: str) -> None:
@@ -48,8 +43,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--key-file",
             type=Path,
-            default=Path(getattr(settings, "BASE_DIR", ".")) / ".demo-api-key",
-            help="Where the plain demo key is kept (default: .demo-api-key in the repo root).",
+            default=api_key_file(),
+            help="Where the plain demo key is kept, for the demo's customer backend too "
+            "(default: DEMO_API_KEY_FILE, .demo-api-key in the repo root).",
         )
         parser.add_argument(
             "--base-url", default="http://127.0.0.1:8000", help="Server address for the examples."
@@ -60,7 +56,7 @@ class Command(BaseCommand):
             space, created = Workspace.objects.get_or_create(
                 slug=workspace, defaults={"name": "Demo"}
             )
-            key = read_key(key_file)
+            key = read_secret(key_file)
             row = keys.find_api_key(key) if key else None
             usable = (
                 row is not None
@@ -87,7 +83,7 @@ class Command(BaseCommand):
     def register_receiver(self, space: Workspace, url: str, secret_file: Path) -> None:
         """The customer site's webhook receiver, registered once; its secret is kept in
         ``.demo-webhook-secret`` (like the key, it cannot be read back from the database)."""
-        secret = read_key(secret_file)
+        secret = read_secret(secret_file)
         current = Webhook.objects.filter(workspace=space, url=url, disabled=False).first()
         if current is not None and secret and current.secret() == secret:
             self.stdout.write(f"Reusing the demo webhook {current.webhook_id} to {url}.")
