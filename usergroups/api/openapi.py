@@ -41,7 +41,7 @@ NO_NUL = "^[^\\u0000]*$"  # text the database stores as given (check_text)
 
 def is_json_schema() -> bool:
     """Whether the schema is OpenAPI 3.1 or later, whose schemas are JSON Schema."""
-    return not str(getattr(spectacular_settings, "OAS_VERSION", "3.0.3")).startswith("3.0")
+    return not spectacular_settings.OAS_VERSION.startswith("3.0")
 
 
 def constant(value: int | bool) -> Schema:
@@ -112,11 +112,6 @@ def error_codes() -> list[str]:
     return sorted(codes)
 
 
-def _success_name(field: api.SuccessField) -> str | None:
-    # Under 3.0, an enum of one: a component of its own (not one of drf-spectacular's naming).
-    return None if is_json_schema() else "Succeeded" if field.value else "Failed"
-
-
 #: The schema of each of the app's own fields, and its component's name if it is one.
 FIELDS: dict[type[serializers.Field], tuple[Callable[[Any], Schema], Any]] = {
     api.StrictCharField: (_strict_char, None),
@@ -125,7 +120,9 @@ FIELDS: dict[type[serializers.Field], tuple[Callable[[Any], Schema], Any]] = {
         lambda f: limited_object("Properties", usergroups_settings.MAX_PROPERTIES_BYTES),
         "Properties"),
     api.TokenField: (lambda f: {"type": "string", "pattern": f"^{GROUP_TOKEN_PATTERN}$"}, None),
-    api.SuccessField: (lambda f: constant(f.value), _success_name),
+    # Under 3.0, an enum of one: a component of its own (not one of drf-spectacular's naming).
+    api.SuccessField: (lambda f: constant(f.value),
+                       lambda f: None if is_json_schema() else "Succeeded" if f.value else "Failed"),
     embed.ParamsField: (lambda f: limited_object("Params", embed.MAX_PARAMS_BYTES), "Params"),
     embed.OriginField: (
         lambda f: {"type": "string", "maxLength": MAX_ORIGIN_LENGTH, "pattern": ORIGIN_PATTERN},
