@@ -159,7 +159,7 @@ def test_example_project_serves_the_schema(client):
 
 
 def test_bodies_of_get_and_delete_have_the_shape_drf_spectacular_gives_put(schema):
-    """drf-spectacular describes no body for GET or DELETE; openapi.UserGroupAutoSchema
+    """drf-spectacular describes no body for GET or DELETE; openapi.OperationSchema
     adds them, in the shape drf-spectacular itself gives the body of a PUT."""
     put = operation(schema, "put")["requestBody"]
     for method in ("get", "delete"):

@@ -225,8 +225,8 @@ def cross_field_rules(shape: type[api.RequestSerializer]) -> Schema:
 
 
 class UserGroupAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, adding to each operation the refusals of the app's
-    authentication classes (a host may make it its ``DEFAULT_SCHEMA_CLASS`` for that)."""
+    """drf-spectacular's AutoSchema, adding to each operation what its authentication classes
+    refuse (their ``refusals``; a host may make it its ``DEFAULT_SCHEMA_CLASS`` for that)."""
 
     def get_operation(self, *args: Any, **kwargs: Any) -> Schema | None:
         operation = super().get_operation(*args, **kwargs)
@@ -234,8 +234,7 @@ class UserGroupAutoSchema(AutoSchema):
             return None
         refusals: dict[str, list[str]] = {}
         for authenticator in self.view.get_authenticators():
-            scheme = OpenApiAuthenticationExtension.get_match(authenticator)
-            for status, described in getattr(scheme, "refusals", {}).items():
+            for status, described in getattr(authenticator, "refusals", {}).items():
                 refusals.setdefault(str(status), []).append(described)
         for status, described_all in refusals.items():
             error = self.resolve_serializer(ErrorSerializer, "response")
@@ -340,13 +339,11 @@ class WorkspaceViewSchema(OpenApiViewExtension):
 
 class HeaderAuthenticationScheme(OpenApiAuthenticationExtension):
     """``Authorization: <keyword> <credential>``, for the app's views (API keys) and a host's
-    (group and embed tokens too), subclasses with another ``keyword`` included. ``refusals``:
-    the answers the class adds to an operation (under :class:`UserGroupAutoSchema`)."""
+    (group and embed tokens too), subclasses with another ``keyword`` included."""
 
     match_subclasses = True
     credential = ""
     description = ""
-    refusals: dict[int, str] = {}
 
     def get_security_definition(self, auto_schema: AutoSchema) -> Schema:
         return {
@@ -369,7 +366,6 @@ class GroupTokenAuthenticationScheme(HeaderAuthenticationScheme):
     name = "GroupTokenAuth"
     credential = "group token"
     description = "Group tokens start with `ugt_`."
-    refusals = {401: "`authentication_failed`: not a current group token."}
 
 
 class EmbedTokenAuthenticationScheme(HeaderAuthenticationScheme):
@@ -377,9 +373,3 @@ class EmbedTokenAuthenticationScheme(HeaderAuthenticationScheme):
     name = "EmbedAuth"
     credential = "embed token"
     description = "A short-lived token from mint_embed_token."
-    refusals = {
-        401: "`token_expired` (fetch a new token and repeat once) or `authentication_failed` "
-        '(forged, malformed or revoked); `WWW-Authenticate: Embed error="<code>"`.',
-        403: "`origin_not_allowed` (the token is locked to another origin) or "
-        "`permission_denied` (minted for another `resource`).",
-    }

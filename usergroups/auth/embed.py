@@ -87,6 +87,13 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
     left to the next class (e.g. ``GroupTokenAuthentication``)."""
 
     keyword = KEYWORD
+    #: What it refuses, by status: the OpenAPI description of a view that lists it says so.
+    refusals = {
+        401: "`token_expired` (fetch a new token and repeat once) or `authentication_failed` "
+        '(forged, malformed or revoked); `WWW-Authenticate: Embed error="<code>"`.',
+        403: "`origin_not_allowed` (the token is locked to another origin) or "
+        "`permission_denied` (minted for another `resource`).",
+    }
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         result = super().authenticate(request)
