@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from usergroups import crypto
-from usergroups.api.serializers import StrictCharField
+from usergroups.api.serializers import Answer, StrictCharField
 from usergroups.audit_context import ACTOR_TYPES
 from usergroups.services import audit
 from usergroups.services.audit import EPOCH, Position
@@ -145,3 +145,8 @@ class AuditEventSerializer(serializers.Serializer):
     request_id = serializers.CharField(read_only=True)
     ip = serializers.IPAddressField(read_only=True, allow_null=True)
     details = serializers.DictField(read_only=True)
+
+
+class AuditAnswer(Answer):
+    events = AuditEventSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True, help_text="null on the last page.")

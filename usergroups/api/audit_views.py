@@ -5,12 +5,13 @@ from rest_framework.response import Response
 
 from usergroups import scopes
 from usergroups.api.audit_serializers import (
+    AuditAnswer,
     AuditEventSerializer,
     AuditQuerySerializer,
     encode_cursor,
 )
 from usergroups.api.querystring import query_params
-from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.api.views import Operation, WorkspaceAPIView, workspace_id
 from usergroups.services import audit
 
 
@@ -19,6 +20,11 @@ class AuditEventListView(WorkspaceAPIView):
 
     http_method_names = ["get"]
     required_scopes = {"GET": scopes.READ}
+    operations = {
+        "GET": Operation(
+            "list_audit_events", "List audit events", AuditAnswer, query=AuditQuerySerializer
+        )
+    }
 
     def get(self, request: Request) -> Response:
         """The workspace's audit trail, newest first: every change, mint and revocation, who made

@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from usergroups.api.serializers import (
+    Answer,
     NamedGroupSerializer,
     PropertiesField,
     RequestSerializer,
@@ -21,7 +22,7 @@ from usergroups.api.serializers import (
 from usergroups.conf import usergroups_settings
 from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import MAX_ORIGIN_LENGTH, normalize_origin
-from usergroups.embed.tokens import timestamp_text
+from usergroups.embed.tokens import MAX_TOKEN_BYTES, timestamp_text
 from usergroups.services.embed import EndUserSpec
 from usergroups.validators import validate_properties
 
@@ -193,6 +194,55 @@ class RevokeRequestSerializer(RequestSerializer):
         return next(
             REVOCATION_AXES[name] for name in REVOCATION_AXES if name in self.validated_data
         )
+
+
+class MintAnswer(Answer):
+    embed_token = serializers.CharField(max_length=MAX_TOKEN_BYTES)
+    expires_in = serializers.IntegerField(min_value=MIN_EXPIRES_IN)
+    expires_at = serializers.DateTimeField()
+    user_group = NamedGroupSerializer()
+
+
+class IntrospectAnswer(Answer):
+    """An inactive token's answer is ``active`` alone."""
+
+    active = serializers.BooleanField()
+    user_group = NamedGroupSerializer(required=False)
+    resource = serializers.CharField(required=False, allow_null=True)
+    origin = serializers.CharField(required=False, allow_null=True)
+    expires_at = serializers.DateTimeField(required=False)
+    end_user_id = serializers.CharField(required=False, allow_null=True)
+    # JSONField, not DictField: a generated client would get a class for each.
+    variables = serializers.JSONField(
+        required=False,
+        help_text="The group's computed properties, the end user's attributes, then `params`.",
+    )
+    variable_sources = serializers.JSONField(
+        required=False,
+        help_text='Per key of `variables`: `"user_group:<provided_id>"`, `"end_user"` or '
+        '`"params"`.',
+    )
+
+
+class RevokeAnswer(Answer):
+    revoked = serializers.ChoiceField(choices=list(REVOCATION_AXES.values()))
+    user_group = NamedGroupSerializer(required=False, help_text="Group axis only.")
+
+
+class JWK(serializers.Serializer):
+    """A public key (RFC 7517); ``y`` for a P-256 key only."""
+
+    kty = serializers.CharField()
+    crv = serializers.CharField()
+    x = serializers.CharField()
+    y = serializers.CharField(required=False)
+    kid = serializers.CharField()
+    alg = serializers.CharField()
+    use = serializers.CharField()
+
+
+class JWKSet(serializers.Serializer):
+    keys = serializers.ListField(child=JWK())
 
 
 def minted_answer(minted: "MintedToken") -> dict[str, Any]:

@@ -13,14 +13,18 @@ from rest_framework.response import Response
 from usergroups import scopes
 from usergroups.api.embed_serializers import (
     EmbedTokenRequestSerializer,
+    IntrospectAnswer,
+    JWKSet,
+    MintAnswer,
     MintRequestSerializer,
+    RevokeAnswer,
     RevokeRequestSerializer,
     active_answer,
     minted_answer,
 )
 from usergroups.api.end_user_views import NOT_FOUND as NO_END_USER
 from usergroups.api.serializers import NamedGroupSerializer
-from usergroups.api.views import WorkspaceAPIView, request_key, workspace_id
+from usergroups.api.views import Operation, WorkspaceAPIView, request_key, workspace_id
 from usergroups.embed import keys, tokens
 from usergroups.services import embed, end_users
 
@@ -51,6 +55,20 @@ class EmbedScopeView(WorkspaceAPIView):
 
 class EmbedTokenView(EmbedScopeView):
     """POST: a new embed token for one of the workspace's groups."""
+
+    operations = {
+        "POST": Operation(
+            "mint_embed_token",
+            "Mint an embed token",
+            MintAnswer,
+            request=MintRequestSerializer,
+            failures={
+                403: "`end_user_disabled`: the person is disabled. Also `permission_denied`: a "
+                "key without `write` sent `end_user.attributes` that differ from the person's.",
+                404: "`not_found`: no group of this workspace has this id.",
+            },
+        )
+    }
 
     @sensitive_variables("minted")
     def post(self, request: Request) -> Response:
@@ -107,6 +125,15 @@ class EmbedTokenView(EmbedScopeView):
 class EmbedTokenIntrospectView(EmbedScopeView):
     """POST: whether an embed token is active for this workspace, and what it grants."""
 
+    operations = {
+        "POST": Operation(
+            "introspect_embed_token",
+            "Introspect an embed token",
+            IntrospectAnswer,
+            request=EmbedTokenRequestSerializer,
+        )
+    }
+
     def post(self, request: Request) -> Response:
         """Whether the token is active for this workspace, and what it grants. An expired, forged,
         malformed, revoked or another workspace's token, or one whose group is deleted, is
@@ -122,6 +149,16 @@ class EmbedTokenIntrospectView(EmbedScopeView):
 class EmbedTokenRevokeView(EmbedScopeView):
     """POST: revoke embed tokens on one axis: a group (and its subtree), an end user in
     every group, one token, or the whole workspace."""
+
+    operations = {
+        "POST": Operation(
+            "revoke_embed_tokens",
+            "Revoke embed tokens",
+            RevokeAnswer,
+            request=RevokeRequestSerializer,
+            failures={404: "`not_found`: no such group (or end user) here."},
+        )
+    }
 
     def post(self, request: Request) -> Response:
         """Every embed token on the axis minted so far stops working at once, on every process;
@@ -157,6 +194,15 @@ class JWKSView(WorkspaceAPIView):
     http_method_names = ["get"]
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
+    failures = {}  # no key, no input
+    operations = {
+        "GET": Operation(
+            "embed_token_jwks",
+            "The JWK Set of embed tokens",
+            JWKSet,
+            failures={405: "`method_not_allowed`."},
+        )
+    }
 
     def get(self, request: Request) -> Response:
         """The public keys (RFC 7517) that verify current embed tokens, for any JOSE library.

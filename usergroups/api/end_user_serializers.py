@@ -8,7 +8,13 @@ from typing import Any
 
 from rest_framework import serializers
 
-from usergroups.api.serializers import PropertiesField, StrictBooleanField, StrictCharField
+from usergroups.api.serializers import (
+    Answer,
+    PageAnswer,
+    PropertiesField,
+    StrictBooleanField,
+    StrictCharField,
+)
 from usergroups.services.end_users import CHANGEABLE
 
 
@@ -46,3 +52,21 @@ class EndUserSerializer(serializers.Serializer):
     disabled = serializers.BooleanField(read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
+
+
+class PutEndUserAnswer(Answer):
+    created = serializers.BooleanField()
+    end_user = EndUserSerializer()
+
+
+class EndUserAnswer(Answer):
+    end_user = EndUserSerializer()
+
+
+class DeleteEndUserAnswer(Answer):
+    end_user = EndUserIdSerializer()
+
+
+class EndUserListAnswer(PageAnswer):
+    limit = serializers.IntegerField(min_value=1)
+    end_users = EndUserSerializer(many=True)

@@ -13,16 +13,21 @@ from rest_framework.response import Response
 
 from usergroups import scopes
 from usergroups.api.end_user_serializers import (
+    DeleteEndUserAnswer,
+    EndUserAnswer,
     EndUserIdSerializer,
+    EndUserListAnswer,
     EndUserListQuerySerializer,
     EndUserSerializer,
+    PutEndUserAnswer,
     PutEndUserSerializer,
 )
 from usergroups.api.querystring import query_params
-from usergroups.api.views import WorkspaceAPIView, sent_no_body, workspace_id
+from usergroups.api.views import Operation, WorkspaceAPIView, sent_no_body, workspace_id
 from usergroups.services import end_users
 
 NOT_FOUND = _("No end user of this workspace has this id.")
+NOT_FOUND_WORDS = "`not_found`: no end user of this workspace has this id."
 
 
 def read_input(request: Request) -> Any:
@@ -38,6 +43,28 @@ class EndUserView(WorkspaceAPIView):
 
     http_method_names = ["get", "put", "delete"]
     required_scopes = {"GET": scopes.READ, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
+    operations = {
+        "PUT": Operation(
+            "put_end_user",
+            "Create or change an end user",
+            PutEndUserAnswer,
+            request=PutEndUserSerializer,
+        ),
+        "GET": Operation(
+            "get_end_user",
+            "Get an end user",
+            EndUserAnswer,
+            request=EndUserIdSerializer,
+            failures={404: NOT_FOUND_WORDS},
+        ),
+        "DELETE": Operation(
+            "delete_end_user",
+            "Delete an end user",
+            DeleteEndUserAnswer,
+            request=EndUserIdSerializer,
+            failures={404: NOT_FOUND_WORDS},
+        ),
+    }
 
     def get(self, request: Request) -> Response:
         """The end user `end_user_id`. The body, or, for a client that cannot send a body with
@@ -82,6 +109,11 @@ class EndUserListView(WorkspaceAPIView):
 
     http_method_names = ["get"]
     required_scopes = {"GET": scopes.READ}
+    operations = {
+        "GET": Operation(
+            "list_end_users", "List end users", EndUserListAnswer, query=EndUserListQuerySerializer
+        )
+    }
 
     def get(self, request: Request) -> Response:
         """The workspace's end users by `end_user_id` (code point order)."""

@@ -1,8 +1,10 @@
-"""The query string, percent-decoded as strict UTF-8.
+"""The query string, percent-decoded as strict UTF-8 (CONTRACT section 3, "Hardening rules").
 
-Django's ``request.GET`` decodes with ``errors="replace"``: ``caf%E9`` and ``caf%E8``
-both become ``"caf\\ufffd"``, so two different ids would name one group. Every view
-that reads the query string goes through :func:`query_params` instead.
+What the public road lacks: DRF's ``request.query_params`` is Django's ``request.GET``, a
+``QueryDict``, which decodes with ``parse_qsl``'s ``errors="replace"`` and takes no other:
+``caf%E9`` and ``caf%E8`` both become ``"caf\\ufffd"``, so two different ids would name one
+group (and a U+FFFD sent as such cannot be told from a replaced byte). Every view that
+reads the query string goes through :func:`query_params` instead.
 """
 
 from urllib.parse import unquote_to_bytes

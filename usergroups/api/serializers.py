@@ -237,3 +237,49 @@ class ListedGroupSerializer(serializers.Serializer):
     mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
+
+
+# Answers: each view writes its answer as a dict; these declare the shapes, which the
+# OpenAPI description (usergroups.api.openapi) states.
+
+
+class SuccessField(serializers.Field):
+    """``success``: 1 in every answer, 0 in a failure's."""
+
+    def __init__(self, value: int = 1, **kwargs: Any) -> None:
+        self.value = value
+        super().__init__(**kwargs)
+
+
+class Answer(serializers.Serializer):
+    success = SuccessField()
+
+
+class GetOrCreateAnswer(Answer):
+    new_user_group = serializers.BooleanField()
+    user_group = UserGroupSerializer()
+
+
+class RotateAnswer(Answer):
+    user_group = RotatedGroupSerializer()
+
+
+class UserGroupAnswer(Answer):
+    user_group = UserGroupSerializer()
+
+
+class DeleteAnswer(Answer):
+    user_group = NamedGroupSerializer()
+    deleted_count = serializers.IntegerField(
+        required=False, min_value=1, help_text="Only with `cascade`: the groups deleted."
+    )
+
+
+class PageAnswer(Answer):
+    total_count = serializers.IntegerField(min_value=0)
+    page = serializers.IntegerField(min_value=1)
+
+
+class ListAnswer(PageAnswer):
+    page_size = serializers.IntegerField(min_value=1)
+    user_groups = ListedGroupSerializer(many=True)

@@ -1,8 +1,8 @@
 """``/api/user``: GET gets or creates a user group, POST rotates its token."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
@@ -15,6 +15,7 @@ from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
@@ -23,14 +24,19 @@ from usergroups.api.chunked import ChunkedBodyRequest, is_chunked
 from usergroups.api.parsers import JSONObjectParser, loads_strict
 from usergroups.api.querystring import query_params
 from usergroups.api.serializers import (
+    DeleteAnswer,
     DeleteRequestSerializer,
+    GetOrCreateAnswer,
     GetOrCreateRequestSerializer,
+    ListAnswer,
     ListedGroupSerializer,
     ListQuerySerializer,
     NamedGroupSerializer,
+    RotateAnswer,
     RotatedGroupSerializer,
     RotateRequestSerializer,
     UpdateRequestSerializer,
+    UserGroupAnswer,
     UserGroupSerializer,
 )
 from usergroups.api.throttling import APIKeyRateThrottle
@@ -104,6 +110,23 @@ def invalid_parent(exc: groups.InvalidParent) -> ValidationError:
     return ValidationError({"parent_user_group_id": [str(exc)]})
 
 
+class Operation(NamedTuple):
+    """What the OpenAPI description (usergroups.api.openapi) says of a view's method beside
+    its docstring: plain data, so that the views need no schema library."""
+
+    operation_id: str
+    summary: str
+    answer: type[Serializer]
+    #: The body; a GET's query string stands in for one not sent (each field as text).
+    request: type[Serializer] | None = None
+    #: The query parameters of a GET that reads no body.
+    query: type[Serializer] | None = None
+    #: The failures beyond every operation's, by status: what each means here.
+    failures: Mapping[int, str] = {}
+    #: The scopes, where the view checks them itself (not in ``required_scopes``).
+    scopes: tuple[str, ...] | None = None
+
+
 # The actor until the key is known; nothing is written before authentication.
 BEFORE_AUTHENTICATION = audit_context.system("api")
 
@@ -116,6 +139,24 @@ class WorkspaceAPIView(APIView):
     #: The scope each method needs (HasScope checks it before anything is read); a
     #: method left out checks its own, as GET of /api/user does after validation.
     required_scopes: dict[str, str] = {}
+    #: Each method's :class:`Operation`.
+    operations: ClassVar[dict[str, Operation]] = {}
+    #: What each failure every operation may answer means (its code first), beside what
+    #: its :class:`Operation` adds; for the OpenAPI description.
+    failures: ClassVar[dict[int, str]] = {
+        400: "`parse_error` (not a JSON object, nested too deep) or `invalid` (a bad field, "
+        "or a query parameter not percent-encoded UTF-8): `fields` names each.",
+        401: "`not_authenticated` (no key; `WWW-Authenticate: Token`) or "
+        "`authentication_failed` (a bad, revoked or expired key).",
+        403: "`permission_denied`: the key lacks a scope of `x-scopes` (the message names it); "
+        "nothing changes.",
+        411: "`length_required`: a chunked body this server cannot read.",
+        413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
+        415: "`unsupported_media_type`: a body that is not JSON.",
+        429: "`throttled`: over the per-key rate; see Retry-After.",
+        503: "`service_unavailable`: the database failed; see Retry-After. Where a token is "
+        "shown, `token_unavailable`: no configured secret opens it.",
+    }
     parser_classes = [JSONObjectParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = AlwaysJSON
@@ -184,6 +225,39 @@ class UserGroupView(WorkspaceAPIView):
     # GET needs read for a group that exists, write for one it would create: the
     # service checks, once it knows which (see get).
     required_scopes = {"POST": scopes.ROTATE, "PUT": scopes.WRITE, "DELETE": scopes.WRITE}
+    operations = {
+        "GET": Operation(
+            "get_or_create_user_group",
+            "Get or create a user group",
+            GetOrCreateAnswer,
+            request=GetOrCreateRequestSerializer,
+            scopes=(scopes.READ, scopes.WRITE),
+        ),
+        "POST": Operation(
+            "rotate_user_group_token",
+            "Rotate a user group token",
+            RotateAnswer,
+            request=RotateRequestSerializer,
+            failures={404: "`not_found`: no group of this workspace has this token."},
+        ),
+        "PUT": Operation(
+            "update_user_group",
+            "Update a user group (extension)",
+            UserGroupAnswer,
+            request=UpdateRequestSerializer,
+            failures={404: "`not_found`: no group of this workspace has this id."},
+        ),
+        "DELETE": Operation(
+            "delete_user_group",
+            "Delete a user group (extension)",
+            DeleteAnswer,
+            request=DeleteRequestSerializer,
+            failures={
+                404: "`not_found`: no group of this workspace has this id or token.",
+                409: '`conflict`: the group has child groups; send `"cascade": true`.',
+            },
+        ),
+    }
 
     def get(self, request: Request) -> Response:
         """Returns the group of `user_group_id`, creating it if unknown (`new_user_group` says
@@ -283,6 +357,14 @@ class UserGroupListView(WorkspaceAPIView):
 
     http_method_names = ["get"]
     required_scopes = {"GET": scopes.READ}
+    operations = {
+        "GET": Operation(
+            "list_user_groups",
+            "List user groups (extension)",
+            ListAnswer,
+            query=ListQuerySerializer,
+        )
+    }
 
     def get(self, request: Request) -> Response:
         """The workspace's groups, oldest first, without tokens."""

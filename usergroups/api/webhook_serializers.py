@@ -6,7 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from usergroups.api.audit_serializers import ActionPrefixField
-from usergroups.api.serializers import StrictCharField
+from usergroups.api.serializers import Answer, StrictCharField
 from usergroups.conf import usergroups_settings
 from usergroups.models import Webhook
 from usergroups.services import audit
@@ -106,3 +106,15 @@ class NewWebhookSerializer(WebhookSerializer):
     def get_secret(self, webhook: Webhook) -> str:
         secret: str = self.context["secret"]
         return secret
+
+
+class CreateWebhookAnswer(Answer):
+    webhook = NewWebhookSerializer()
+
+
+class WebhookAnswer(Answer):
+    webhook = WebhookSerializer()
+
+
+class WebhookListAnswer(Answer):
+    webhooks = WebhookSerializer(many=True)

@@ -9,11 +9,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from usergroups import scopes
-from usergroups.api.views import WorkspaceAPIView, workspace_id
+from usergroups.api.views import Operation, WorkspaceAPIView, workspace_id
 from usergroups.api.webhook_serializers import (
+    CreateWebhookAnswer,
     CreateWebhookSerializer,
     NewWebhookSerializer,
+    WebhookAnswer,
     WebhookIdSerializer,
+    WebhookListAnswer,
     WebhookSerializer,
 )
 from usergroups.webhooks import registry
@@ -24,6 +27,21 @@ class WebhookView(WorkspaceAPIView):
 
     http_method_names = ["post", "delete"]
     required_scopes = {"POST": scopes.WRITE, "DELETE": scopes.WRITE}
+    operations = {
+        "POST": Operation(
+            "create_webhook",
+            "Register a webhook",
+            CreateWebhookAnswer,
+            request=CreateWebhookSerializer,
+        ),
+        "DELETE": Operation(
+            "delete_webhook",
+            "Delete a webhook",
+            WebhookAnswer,
+            request=WebhookIdSerializer,
+            failures={404: "`not_found`: no webhook of this workspace has this id."},
+        ),
+    }
 
     @sensitive_variables("secret")
     def post(self, request: Request) -> Response:
@@ -56,6 +74,7 @@ class WebhookListView(WorkspaceAPIView):
 
     http_method_names = ["get"]
     required_scopes = {"GET": scopes.READ}
+    operations = {"GET": Operation("list_webhooks", "List webhooks", WebhookListAnswer)}
 
     def get(self, request: Request) -> Response:
         """The workspace's webhooks, oldest first, never with their secrets."""

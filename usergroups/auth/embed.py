@@ -22,7 +22,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from rest_framework import status
-from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
@@ -41,30 +41,19 @@ class EmbedRefusal(ContractFailure):
     exception handler (:class:`~usergroups.failures.ContractFailure`)."""
 
 
-class EmbedAuthenticationFailed(EmbedRefusal, AuthenticationFailed):
+class EmbedAuthenticationFailed(EmbedRefusal):
     """401 ``authentication_failed``, challenging with ``WWW-Authenticate: Embed
-    error="<code>"`` (RFC 6750's form), so the page knows to fetch a new embed token.
+    error="<code>"`` (RFC 6750's form), so the page knows to fetch a new embed token."""
 
-    DRF sets ``auth_header`` from the view's first authentication class, and turns the
-    401 into a 403 when that class has no challenge (e.g. ``SessionAuthentication``):
-    an embed token's refusal keeps its own scheme and status whichever class comes first.
-    """
+    # Not DRF's AuthenticationFailed: APIView.handle_exception gives that one the view's
+    # first authentication class's challenge, or turns it into a 403 when that has none.
+    status_code = status.HTTP_401_UNAUTHORIZED
+    default_detail = _("Invalid embed token.")
+    default_code = "authentication_failed"
 
-    @property
-    def auth_header(self) -> str:
-        return f'{KEYWORD} error="{self.error_code}"'
-
-    @auth_header.setter
-    def auth_header(self, value: str) -> None:
-        pass
-
-    @property
-    def status_code(self) -> int:
-        return status.HTTP_401_UNAUTHORIZED
-
-    @status_code.setter
-    def status_code(self, value: int) -> None:
-        pass
+    def __init__(self, detail: Any = None, code: str | None = None) -> None:
+        super().__init__(detail, code)
+        self.auth_header = f'{KEYWORD} error="{self.error_code}"'  # DRF's handler sends it
 
 
 class EmbedTokenExpired(EmbedAuthenticationFailed):
@@ -86,7 +75,9 @@ class ResourceNotAllowed(EmbedRefusal, PermissionDenied):
 
 def view_resource(request: Request) -> str | None:
     """The ``embed_resource`` the request's view declares, if any."""
-    view = (getattr(request, "parser_context", None) or {}).get("view")
+    # No public road hands an authentication class its view (resolver_match misses one
+    # called without URL routing); DRF's parser context has it, the "view" parsers get.
+    view = request.parser_context.get("view")
     resource = getattr(view, "embed_resource", None)
     return resource if isinstance(resource, str) else None
 
@@ -96,6 +87,13 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
     left to the next class (e.g. ``GroupTokenAuthentication``)."""
 
     keyword = KEYWORD
+    #: What it refuses, by status: the OpenAPI description of a view that lists it says so.
+    refusals = {
+        401: "`token_expired` (fetch a new token and repeat once) or `authentication_failed` "
+        '(forged, malformed or revoked); `WWW-Authenticate: Embed error="<code>"`.',
+        403: "`origin_not_allowed` (the token is locked to another origin) or "
+        "`permission_denied` (minted for another `resource`).",
+    }
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
         result = super().authenticate(request)
@@ -125,5 +123,5 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
                 _("This embed token has been revoked, or its user group deleted.")
             ) from None
         except tokens.InvalidEmbedToken:
-            raise EmbedAuthenticationFailed(_("Invalid embed token.")) from None
+            raise EmbedAuthenticationFailed() from None
         return GroupPrincipal.of(grant.group), grant

@@ -50,6 +50,11 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     """
 
     keyword = "GroupToken"
+    #: What it refuses, by status: the OpenAPI description of a view that lists it says so.
+    refusals = {
+        401: "`authentication_failed`: not a current group token (any, when "
+        "EMBED_ACCEPT_GROUP_TOKENS is false)."
+    }
     lookup: Callable[[object], GroupRecord | None] = staticmethod(resolve_group_token)
 
     @sensitive_variables("credential")
