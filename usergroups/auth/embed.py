@@ -38,7 +38,7 @@ KEYWORD = "Embed"
 
 class EmbedRefusal(ContractFailure):
     """An embed token refused: the contract's failure body with its ``code`` under any
-    exception handler (:class:`~usergroups.failures.ContractFailure`)."""
+    exception handler (:class:`~usergroups.errors.failures.ContractFailure`)."""
 
 
 class EmbedAuthenticationFailed(EmbedRefusal):
