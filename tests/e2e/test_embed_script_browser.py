@@ -36,19 +36,20 @@ PROBE = (ROOT / "tests" / "e2e" / "static" / "embed-probe.html").read_text()
 LONG_ENOUGH_MS = 2500  # a frame that asks says it again every second
 
 
-def framing_page(frame_src: str) -> str:
-    """A customer's page: frames ``frame_src`` and serves it the tokens of its backend,
-    noting when it was asked (``window.asks``)."""
+def framing_page(frame_src: str, listen_after_ms: int = 0) -> str:
+    """A customer's page: frames ``frame_src`` and serves it the tokens of its backend
+    (from ``listen_after_ms`` on: a page whose script runs late), noting when it was asked
+    (``window.asks``)."""
     return f"""<!doctype html>
 <iframe id="frame" src="{frame_src}"></iframe>
 <script type="module">
   import {{ serveTokens }} from "/static/usergroups/embed.js";
   const frame = document.getElementById("frame");
   window.asks = [];
-  serveTokens(frame, () => {{
+  setTimeout(() => serveTokens(frame, () => {{
     asks.push(Date.now());
     return fetch("/embed-token", {{ method: "POST" }}).then((a) => a.json());
-  }});
+  }}), {listen_after_ms});
 </script>
 """
 
@@ -270,7 +271,10 @@ def test_a_request_refused_as_token_expired_is_repeated_once_with_a_fresh_token(
     assert frame.evaluate("() => session.ended") is None
 
 
-def test_the_frame_takes_the_height_the_dashboard_reports(page, customer):
+@pytest.mark.parametrize("listen_after_ms", [0, 1500])
+def test_the_frame_takes_the_height_the_dashboard_reports(page, customer, probe, listen_after_ms):
+    """Also when the page's script listens only after the frame has said its size."""
+    customer.pages["/"] = framing_page(f"{probe}?parent={customer.url}", listen_after_ms)
     page.goto(f"{customer.url}/")
     ready(probe_frame(page))
     expect(page.locator("#frame")).to_have_css("height", "137px")  # the probe's #probe

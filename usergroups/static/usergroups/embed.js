@@ -62,12 +62,15 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
     for (const o of parents) parent.postMessage({ v: VERSION, type: P + type, ...extra }, o);
   };
 
+  const size = () => sizeOf && post("resize", { height: sizeOf.getBoundingClientRect().height });
+
   function request(type) {
     if (getToken) return ask(getToken).then(take);
     const message = { id: Math.random() }; // a reloaded frame's too is new
-    post(type, message);
-    // The page's script may not listen yet: again, same id, until answered.
-    repeat = setInterval(() => post(type, message), 1000);
+    const say = () => (post(type, message), size());
+    say();
+    // The page's script may not listen yet: again, same id, and the size it missed.
+    repeat = setInterval(say, 1000);
   }
 
   const next = (type) =>
@@ -141,7 +144,6 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
 
   if (!getToken) {
     addEventListener("message", onMessage);
-    const size = () => post("resize", { height: sizeOf.getBoundingClientRect().height });
     if (sizeOf) new ResizeObserver(size).observe(sizeOf);
   }
   next("ready").catch(() => {});
