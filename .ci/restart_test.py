@@ -39,8 +39,7 @@ import psycopg  # noqa: E402
 from tests.support.deployment import migrated_site  # noqa: E402
 from tests.support.gunicorn import Gunicorn  # noqa: E402
 from tests.support.http import call_api, exchange  # noqa: E402
-from tests.support.postgres import ADMIN_URL, direct_url, recreate_database  # noqa: E402
-from usergroups.read_model.listening import APPLICATION_NAME  # noqa: E402
+from tests.support.postgres import direct_url, listening_backends, recreate_database  # noqa: E402
 
 DATABASE = "restarts"
 WORKSPACE = "restarts"
@@ -63,14 +62,6 @@ def restart_postgres() -> None:
     if os.geteuid() != 0:
         command.insert(0, "sudo")
     subprocess.run(command, check=True, timeout=60)
-
-
-def listening_backends() -> int:
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        return admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
-            (APPLICATION_NAME, DATABASE),
-        ).fetchone()[0]
 
 
 def until_answered(call, seconds: float = 30):
@@ -129,9 +120,11 @@ def main() -> int:
     violations: list[str] = []
     with Gunicorn(env, log_path, WORKERS, "--max-requests", "0") as server:
         deadline = time.monotonic() + 30
-        while listening_backends() < WORKERS and time.monotonic() < deadline:
+        while len(listening_backends(DATABASE)) < WORKERS and time.monotonic() < deadline:
             call_api(server.base_url, key, "GET", {"user_group_id": "listening"})
-        print(f"restart test: gunicorn, {WORKERS} sync workers, {listening_backends()} listening")
+        print(
+            f"restart test: gunicorn, {WORKERS} sync workers, {len(listening_backends(DATABASE))} listening"
+        )
         for round_ in range(1, args.rounds + 1):
             provided_id = f"restart-{uuid.uuid4().hex[:12]}"
             group = {"user_group_id": provided_id, **SALES_GROUP}
@@ -190,10 +183,10 @@ def main() -> int:
             if not before or before.count(200) != len(before):
                 violations.append(f"round {round_}: the token was not served before the restart")
         deadline = time.monotonic() + 30
-        while listening_backends() < WORKERS and time.monotonic() < deadline:
+        while len(listening_backends(DATABASE)) < WORKERS and time.monotonic() < deadline:
             call_api(server.base_url, key, "GET", {"user_group_id": "listening"})
             time.sleep(0.2)
-        listening = listening_backends()
+        listening = len(listening_backends(DATABASE))
         print(f"  listening at the end: {listening} of {WORKERS} workers")
         if listening < WORKERS:
             violations.append(f"only {listening} of {WORKERS} workers listen again")

@@ -21,8 +21,12 @@ import pytest
 from tests.support.deployment import migrated_site
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api, exchange
-from tests.support.postgres import ADMIN_URL, direct_url, drop_database, recreate_database
-from usergroups.read_model.listening import APPLICATION_NAME
+from tests.support.postgres import (
+    direct_url,
+    drop_database,
+    listening_backends,
+    recreate_database,
+)
 
 pytestmark = [pytest.mark.live, pytest.mark.needs("postgresql")]
 
@@ -66,15 +70,6 @@ def mint(base_url: str, key: str, group: str) -> str:
     return body["embed_token"]
 
 
-def listening(database: str) -> int:
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        (count,) = admin.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
-            (APPLICATION_NAME, database),
-        ).fetchone()
-    return count
-
-
 def served_after_revocations(server, name: str, revoke) -> int:
     """``ROUNDS`` times: a new token, used until every worker holds it, ``revoke(group)``,
     then ``AFTER`` uses; how many of those were served."""
@@ -98,7 +93,9 @@ def test_a_revocation_through_the_api_holds_on_every_worker_at_once(server):
         assert status == 200, answer
 
     assert served_after_revocations(server, "api", revoke) == 0
-    assert listening(database) == WORKERS  # each worker heard, on a connection of its own
+    assert (
+        len(listening_backends(database)) == WORKERS
+    )  # each worker heard, on a connection of its own
 
 
 def test_sql_typed_by_an_operator_holds_on_every_worker_within_the_bound(server):

@@ -13,8 +13,7 @@ import pytest
 
 from tests.support.cluster import DATABASE
 from tests.support.concurrency import run_together
-from tests.support.postgres import ADMIN_URL
-from usergroups.read_model.listening import APPLICATION_NAME
+from tests.support.postgres import ADMIN_URL, listening_backends
 
 pytestmark = pytest.mark.cluster
 
@@ -111,15 +110,6 @@ def test_a_mint_racing_a_revoke(cluster):
         assert active_on_each_host(cluster, after) == [True, True, True]
 
 
-def listening_backends() -> list[int]:
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
-            (APPLICATION_NAME, DATABASE),
-        ).fetchall()
-    return [pid for (pid,) in rows]
-
-
 def test_revocations_hold_while_the_listening_connections_are_killed(cluster, figures):
     """The read model's fault (CONTRACT section 9): every host's workers listen directly
     to PostgreSQL, past PgBouncer. Under a load of token uses, every listening connection
@@ -128,10 +118,10 @@ def test_revocations_hold_while_the_listening_connections_are_killed(cluster, fi
     hosts = range(len(cluster.names))
     workers = len(cluster.names) * cluster.workers
     deadline = time.monotonic() + 30
-    while len(listening_backends()) < workers and time.monotonic() < deadline:
+    while len(listening_backends(DATABASE)) < workers and time.monotonic() < deadline:
         for i in hosts:  # a worker listens from its first read of a key on
             cluster.call_host(i, "GET", {"user_group_id": "listening"})
-    assert len(listening_backends()) == workers
+    assert len(listening_backends(DATABASE)) == workers
     stop = threading.Event()
     served_after: list[int] = []
     uses = 0
@@ -156,7 +146,7 @@ def test_revocations_hold_while_the_listening_connections_are_killed(cluster, fi
         loader.start()
         time.sleep(0.5)
         with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-            for pid in listening_backends():
+            for pid in listening_backends(DATABASE):
                 killed += admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
         status, body = cluster.call_host(1, "POST", {"user_group_id": provided_id}, REVOKE)
         assert status == 200, body
@@ -165,7 +155,7 @@ def test_revocations_hold_while_the_listening_connections_are_killed(cluster, fi
         stop.set()
         loader.join(30)
     deadline = time.monotonic() + 30
-    while len(listening_backends()) < workers and time.monotonic() < deadline:
+    while len(listening_backends(DATABASE)) < workers and time.monotonic() < deadline:
         for i in hosts:
             cluster.call_host(i, "GET", {"user_group_id": "listening"})
         time.sleep(0.2)
@@ -174,4 +164,4 @@ def test_revocations_hold_while_the_listening_connections_are_killed(cluster, fi
         f" {uses} token uses; {len(served_after)} served after a revocation's answer"
     )
     assert served_after == []
-    assert len(listening_backends()) == workers
+    assert len(listening_backends(DATABASE)) == workers

@@ -1,7 +1,7 @@
 """The machine's PostgreSQL, administered directly (never through a pooler): a database made
 anew for a run, dropped after it, and its backends terminated to inject a fault.
 
-Used by the fault test (.ci/fault_test.py) and the cluster (tests/support/cluster.py).
+Used by the fault and restart tests (.ci/) and the cluster (tests/support/cluster.py).
 """
 
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -39,6 +39,20 @@ def terminate_backends(database: str) -> int:
             (database,),
         ).fetchall()
     return sum(1 for (done,) in rows if done)
+
+
+def listening_backends(database: str) -> list[int]:
+    """The backends of ``database`` the read model listens on (its application name)."""
+    import psycopg
+
+    from usergroups.read_model.listening import APPLICATION_NAME
+
+    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
+            (APPLICATION_NAME, database),
+        ).fetchall()
+    return [pid for (pid,) in rows]
 
 
 def stored_groups(database: str, workspace: str, prefix: str) -> dict[str, list[dict]]:
