@@ -24,7 +24,6 @@ import random
 import re
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,7 @@ from schemathesis.specs.openapi.checks import (
 from tests.support import ROOT
 from tests.support.deployment import manage, server_env
 from tests.support.gunicorn import Gunicorn
+from tests.support.http import call_api
 from tests.support.leaks import SECRET_SHAPE
 
 # The last tests read what the fuzz tests counted in this module's globals: one worker
@@ -311,15 +311,11 @@ FUZZ_TARGET = "fuzz-target"
 
 def get_or_create(live, provided_id: str) -> dict:
     """The user group ``provided_id`` of the live site, got or created over HTTP."""
-    request = urllib.request.Request(
-        f"{live.base_url}/api/user",
-        data=json.dumps({"user_group_id": provided_id}).encode(),
-        headers={**auth_header(live.keys["valid"]), "Content-Type": "application/json"},
-        method="GET",
+    status, body = call_api(
+        live.base_url, live.keys["valid"], "GET", {"user_group_id": provided_id}
     )
-    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as answer:
-        assert answer.status == 200
-        return json.load(answer)["user_group"]
+    assert status == 200, body
+    return body["user_group"]
 
 
 def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
