@@ -311,8 +311,13 @@ layers = st.dictionaries(keys, json_values, max_size=4)
     properties=st.lists(st.none() | layers, min_size=1, max_size=4),
     attributes=st.none() | layers,
     params=layers,
+    params_win=st.booleans(),
 )
-def test_the_merge_gives_each_key_the_last_layer_that_sets_it(properties, attributes, params):
+def test_the_merge_gives_each_key_the_last_layer_that_sets_it(
+    properties, attributes, params, params_win
+):
+    """A writer's token (``params_win``): the last layer that sets a key gives it. A token
+    minted without ``write``: its params give only the keys no other layer sets (9a)."""
     levels = [(f"g{n}", props) for n, props in enumerate(properties)]
     record = _record(levels)
     claims = tokens.Claims(
@@ -326,10 +331,18 @@ def test_the_merge_gives_each_key_the_last_layer_that_sets_it(properties, attrib
         raw={},
         jti="j",
         binding=tokens.Binding(1, 0, "b", 0),
+        params_win=params_win,
     )
     grant = EmbedGrant(record, claims, attributes)
     stack = [(f"user_group:{pid}", props or {}) for pid, props in levels]
-    stack += [("end_user", attributes or {}), ("params", params)]
+    stack += [("end_user", attributes or {})]
+    if not params_win:
+        params = {
+            key: value
+            for key, value in params.items()
+            if all(key not in layer for _s, layer in stack)
+        }
+    stack += [("params", params)]
     assert set(grant.variables) == set(grant.variable_sources)
     for key, value in grant.variables.items():
         source, layer = next((s, layer) for s, layer in reversed(stack) if key in layer)

@@ -160,9 +160,16 @@ def test_an_api_key_and_a_group_cost_no_query_once_read(site) -> None:
             break
     assert response.status_code == 200
     assert len(captured) == 0, [q["sql"] for q in captured]
-    # A key's use alone changes nothing a read depends on: nothing is forgotten.
+    # A key's use alone forgets the key's own row (its new last_used_at is read once), not
+    # the group, nor the key's tokens.
     outside_sql("UPDATE usergroups_apikey SET last_used_at = now()")
     time.sleep(OUTSIDE_WRITE_SECONDS)
+    with CaptureQueriesContext(connection) as captured:
+        get_or_create(client, body)
+    assert [query["sql"] for query in captured] == [
+        query["sql"] for query in captured if "usergroups_apikey" in query["sql"]
+    ]
+    assert len(captured) == 1
     assert queries_of(lambda: get_or_create(client, body)) == 0
 
 

@@ -137,6 +137,8 @@ SETTINGS: dict[str, Setting] = {
         '`"auto"` answers hot reads from per-process memory that PostgreSQL keeps current.'),
     "READ_MODEL_MAX_ENTRIES": Setting(10000, integer(100),
         "Most answers one process keeps; the least recently used make room for new ones."),
+    "READ_MODEL_MAX_BYTES": Setting(64 * 1024 * 1024, integer(1024 * 1024),
+        "Most bytes of answers one process keeps (64 MiB); the least recently used make room."),
     "LISTEN_DATABASE": Setting(None, Takes("usergroups.E012", "must name a database of DATABASES",
             lambda value: value is None or isinstance(value, str) and value in settings.DATABASES),
         'The database alias each process listens through; `None`: `"default"`.'),

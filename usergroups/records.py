@@ -14,12 +14,15 @@ reading it never costs a query:
   key of a deeper group wins; ``None`` properties add nothing), and
   ``computed_property_sources``: for each top-level key of ``computed_properties``, the
   ``provided_id`` of the group (this one or an ancestor) whose value it holds, found in
-  the same merge. A child's record is
+  the same merge; ``ancestor_ids``: the ancestors' ``team_id``, root first. A child's record is
   built with its :data:`Ancestor` chain, read in the same query as the group
   (:mod:`usergroups.services.lineage`).
 - ``token``: unsealed from the sealed column it carries, at each access (microseconds,
   no query); None when no configured secret opens it. It is not a field: the record's
   repr and equality never show a token.
+
+Every dict and list a record holds is read-only (:mod:`usergroups.frozen`): a record
+may be handed to many requests at once (:mod:`usergroups.read_model`).
 
 A new attribute of groups becomes a field here, and a column in :data:`RECORD_FIELDS`
 when it is stored on the group's row.
@@ -31,6 +34,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from usergroups import crypto
+from usergroups.frozen import freeze
 from usergroups.models import UserGroup
 
 
@@ -81,6 +85,8 @@ class GroupRecord:
     computed_mapping: dict[str, str]
     #: Top-level key of ``computed_properties`` -> ``provided_id`` of the group that set it.
     computed_property_sources: dict[str, str]
+    #: The ancestors' ``team_id``, root first (empty for a root).
+    ancestor_ids: tuple[int, ...] = ()
 
     @property
     def token(self) -> str | None:
@@ -98,6 +104,7 @@ class GroupRecord:
         data source id)`` pairs, and whose ancestors are ``ancestors``, root first (the
         last one is the parent). Called by :mod:`usergroups.services.lineage` alone."""
         fields = {name: getattr(group, name) for name in RECORD_FIELDS}
+        fields["properties"] = freeze(fields["properties"])
         # Sorted here, not by the database: its collation may order otherwise.
         own_mapping = dict(sorted(mapping))
         if (fields["parent_id"] is None) != (not ancestors):
@@ -105,7 +112,7 @@ class GroupRecord:
         computed_properties: dict[str, Any] = {}
         computed_mapping: dict[str, str] = {}
         sources: dict[str, str] = {}
-        levels = [*((a.provided_id, a.properties) for a in ancestors)]
+        levels = [*((a.provided_id, freeze(a.properties)) for a in ancestors)]
         levels.append((fields["provided_id"], fields["properties"]))
         for provided_id, properties in levels:
             for key, value in (properties or {}).items():
@@ -116,9 +123,10 @@ class GroupRecord:
         computed_mapping.update(own_mapping)
         return cls(
             **fields,
-            mapping=own_mapping,
+            mapping=freeze(own_mapping),
             parent_user_group_id=ancestors[-1].provided_id if ancestors else None,
-            computed_properties=computed_properties,
-            computed_mapping=dict(sorted(computed_mapping.items())),
-            computed_property_sources=sources,
+            computed_properties=freeze(computed_properties),
+            computed_mapping=freeze(dict(sorted(computed_mapping.items()))),
+            computed_property_sources=freeze(sources),
+            ancestor_ids=tuple(ancestor.team_id for ancestor in ancestors),
         )

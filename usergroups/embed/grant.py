@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from usergroups.embed.tokens import Claims
+from usergroups.frozen import freeze
 from usergroups.records import GroupRecord
 
 #: Where a variable came from, besides ``"user_group:<provided_id>"``.
@@ -24,9 +25,13 @@ class EmbedGrant:
     ``variables`` are what the dashboard may use: the group's computed properties (its
     lineage's, root first), then the token's end user's ``attributes`` over them, then
     the token's locked ``params`` over both (a top-level key of a later layer replaces).
-    ``variable_sources`` says, for each top-level key, which layer gave it:
-    ``"user_group:<provided_id>"`` (the group or ancestor that set it), ``"end_user"`` or
-    ``"params"``. Both are computed once, when the grant is made.
+    A token whose minter could not set what the lineage and the person set (a key
+    without ``write``: ``claims.params_win`` false) never outgrows them: its ``params``
+    give only keys that neither sets at this use (CONTRACT 9a). ``variable_sources``
+    says, for each top-level key, which layer gave it: ``"user_group:<provided_id>"``
+    (the group or ancestor that set it), ``"end_user"`` or ``"params"``. Both are
+    computed once, when the grant is made, and are read-only (:mod:`usergroups.frozen`):
+    a grant may be handed to many requests.
     """
 
     group: GroupRecord
@@ -39,21 +44,30 @@ class EmbedGrant:
     variable_sources: dict[str, str] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        variables = dict(self.group.computed_properties)
+        group_variables = self.group.computed_properties
+        person = self.end_user_attributes or {}
+        params = self.claims.params
+        if not self.claims.params_win:
+            params = {
+                key: value
+                for key, value in params.items()
+                if key not in group_variables and key not in person
+            }
         sources = {
             key: group_source(provided_id)
             for key, provided_id in self.group.computed_property_sources.items()
         }
-        for origin, layer in (
-            (FROM_END_USER, self.end_user_attributes or {}),
-            (FROM_PARAMS, self.claims.params),
-        ):
-            for key, value in layer.items():
-                variables[key] = value
-                sources[key] = origin
+        if person or params:
+            variables = dict(group_variables)
+            for origin, layer in ((FROM_END_USER, person), (FROM_PARAMS, params)):
+                for key, value in layer.items():
+                    variables[key] = value
+                    sources[key] = origin
+            group_variables = freeze(variables)
         # Frozen: the two are set once, here, as the dataclass's own __init__ would.
-        object.__setattr__(self, "variables", variables)
-        object.__setattr__(self, "variable_sources", sources)
+        object.__setattr__(self, "end_user_attributes", freeze(self.end_user_attributes))
+        object.__setattr__(self, "variables", group_variables)  # the group's own when unlayered
+        object.__setattr__(self, "variable_sources", freeze(sources))
 
     @property
     def end_user_id(self) -> str | None:

@@ -22,6 +22,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from usergroups.conf import usergroups_settings
 from usergroups.embed import keys
+from usergroups.frozen import freeze
 
 #: The largest embed token, in bytes (CONTRACT section 6).
 MAX_TOKEN_BYTES = 4096
@@ -38,6 +39,10 @@ KEY_CLAIM = "key"
 END_USER_CLAIM = "end_user_id"
 END_USER_BINDING_CLAIM = "ubnd"
 END_USER_GENERATION_CLAIM = "ugen"
+#: True when the token's minter may set what the group's lineage or the person sets (a
+#: key with ``write``, or host code): its ``params`` win over them at every use. Absent or
+#: false, the lineage's and the person's current values win (CONTRACT 9a, 8a).
+PARAMS_WIN_CLAIM = "pwin"
 #: Clock difference allowed on ``iat`` and ``exp`` (PyJWT's ``leeway``): none, so a
 #: token is good for exactly its ``expires_in``.
 LEEWAY_SECONDS = 0
@@ -109,6 +114,8 @@ class Claims:
     raw: dict[str, Any]
     jti: str
     binding: Binding
+    #: See :data:`PARAMS_WIN_CLAIM`.
+    params_win: bool = False
 
     @property
     def end_user_id(self) -> str | None:
@@ -145,9 +152,11 @@ def sign(
     origin: str | None = None,
     params: Mapping[str, Any] | None = None,
     jti: str | None = None,
+    params_win: bool = True,
 ) -> str:
     """A new token with the current signing key; :class:`TokenTooLarge` past the limit.
-    ``jti`` (default: a new :func:`new_jti`) names it, e.g. in its audit event."""
+    ``jti`` (default: a new :func:`new_jti`) names it, e.g. in its audit event;
+    ``params_win``: whether the minter may set what the lineage and the person set."""
     claims: dict[str, Any] = {
         "iss": usergroups_settings.EMBED_TOKEN_ISSUER,
         "aud": usergroups_settings.EMBED_TOKEN_AUDIENCE,
@@ -163,6 +172,8 @@ def sign(
     }
     if binding.key_id is not None:
         claims[KEY_CLAIM] = binding.key_id
+    if params and params_win:
+        claims[PARAMS_WIN_CLAIM] = True
     if binding.end_user is not None:
         claims[END_USER_CLAIM] = binding.end_user.end_user_id
         claims[END_USER_BINDING_CLAIM] = binding.end_user.binding
@@ -228,7 +239,8 @@ def _typed(raw: dict[str, Any]) -> Claims:
     than ``jwt.decode``, which takes ``1.5`` as a time, on PyJWT < 2.10 any ``sub``)."""
     sub, generation, exp = raw["sub"], raw[GENERATION_CLAIM], raw["exp"]
     resource, origin = raw.get("resource"), raw.get("origin")
-    params = raw.get("params", {})
+    raw = freeze(raw)  # read-only all the way down: a grant may be shared by requests
+    params = raw.get("params", freeze({}))
     well_typed = (
         isinstance(sub, str)
         and sub.isascii()
@@ -242,6 +254,7 @@ def _typed(raw: dict[str, Any]) -> Claims:
         and isinstance(resource, str | None)
         and isinstance(origin, str | None)
         and isinstance(params, dict)
+        and type(raw.get(PARAMS_WIN_CLAIM, False)) is bool
     )
     if not well_typed:
         raise InvalidEmbedToken("claims")
@@ -256,6 +269,7 @@ def _typed(raw: dict[str, Any]) -> Claims:
         raw=raw,
         jti=raw["jti"],
         binding=_binding(raw),
+        params_win=raw.get(PARAMS_WIN_CLAIM, False),
     )
 
 

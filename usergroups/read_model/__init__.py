@@ -1,42 +1,49 @@
-"""The read model (CONTRACT section 9): on PostgreSQL, each process answers its hot reads
-(an API key by digest, a group with what it inherits, a verified embed token's grant)
-from memory that the database keeps current.
+"""The read model (CONTRACT sections 9 and 9a): on PostgreSQL, each process answers its
+hot reads from memory that the database keeps current.
 
-Every read goes through :func:`remember`, which memoizes the read's one path: the
-answer held is the answer that path gave, forgotten when the triggers of migration 0013
-say its workspace changed. Memory answers only when it can be trusted
-(:meth:`~usergroups.read_model.listening.Listener.trusted`); never inside an open
-transaction (what it wrote is not committed, so not heard: the database answers, and
-the request sees its own writes); never when ``USERGROUPS["READ_MODEL"]`` is False or
-the database is not PostgreSQL. A write through the app calls :func:`catch_up` after
-its commit (the audit trail's one writer does), so its answer comes only once its own
-process has heard it.
+- :mod:`~usergroups.read_model.reads`: every remembered read (an API key, a group, a
+  group to mint, a workspace's webhooks, a token's grant): its key, what it depends on,
+  what it weighs, and the database it reads. The services call their plain reads
+  through it.
+- :mod:`~usergroups.read_model.changes`: what a notification says changed, and the
+  names of what an answer depends on.
+- :mod:`~usergroups.read_model.memory`: the bounded memory, forgotten by dependency.
+- :mod:`~usergroups.read_model.listening`: the process's listening connection and the
+  database's one shared beat, which proves hearing.
+
+Memory answers only when it can be trusted (:meth:`Listener.trusted`); never inside an
+open transaction (what it wrote is not committed, so not heard: the database answers,
+and the request sees its own writes); never when ``USERGROUPS["READ_MODEL"]`` is False,
+the database is not PostgreSQL, or the listening database looks pooled. A write
+through the app opens its transaction with :func:`writing`, the one commit hook: its
+answer comes only once its own process has heard it.
 """
 
 import os
 import threading
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
 
 from django.core.signals import setting_changed
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.dispatch import receiver
 
 from usergroups.conf import usergroups_settings
-from usergroups.read_model.listening import APPLICATION_NAME, Listener
-from usergroups.read_model.memory import MISSING, Memory
+from usergroups.read_model.listening import APPLICATION_NAME, BEAT_LOCK, Listener
+from usergroups.read_model.memory import Memory
 
 __all__ = [
-    "catch_up",
+    "APPLICATION_NAME",
+    "BEAT_LOCK",
     "enabled",
     "listen_alias",
     "looks_pooled",
     "process_listener",
-    "remember",
     "stop",
+    "trusted_memory",
+    "writing",
 ]
-
-T = TypeVar("T")
 
 _process_listener: Listener | None = None
 _process_id: int | None = None
@@ -61,15 +68,16 @@ def enabled() -> bool:
 def looks_pooled(default_database: Mapping[str, Any], listen_database: str | None) -> bool:
     """Whether a process would listen through a pooler in transaction mode, where LISTEN
     is lost between transactions: no ``LISTEN_DATABASE`` named, and the default database
-    set as Django's docs prescribe behind one (``DISABLE_SERVER_SIDE_CURSORS``)."""
+    set as Django's docs prescribe behind one (``DISABLE_SERVER_SIDE_CURSORS``). Where
+    the settings do not say so, the listener finds out: it never hears a beat there."""
     return listen_database is None and bool(default_database.get("DISABLE_SERVER_SIDE_CURSORS"))
 
 
-def _connect() -> Any:
+def _connect(application_name: str) -> Any:
     import psycopg
 
     params = connections[listen_alias()].get_connection_params()
-    params.update(autocommit=True, application_name=APPLICATION_NAME)
+    params.update(autocommit=True, application_name=application_name)
     return psycopg.connect(**params)
 
 
@@ -81,42 +89,44 @@ def process_listener() -> Listener:
     with _starting:
         if _process_id != os.getpid() or _process_listener is None:
             # A forked child inherits its parent's objects, not its thread: its own.
-            listener = Listener(_connect, Memory(usergroups_settings.READ_MODEL_MAX_ENTRIES))
+            memory = Memory(
+                usergroups_settings.READ_MODEL_MAX_ENTRIES, usergroups_settings.READ_MODEL_MAX_BYTES
+            )
+            listener = Listener(_connect, memory)
             listener.start()
             _process_listener, _process_id = listener, os.getpid()
     return _process_listener
 
 
-def _trusted_memory(using: str) -> Memory | None:
+def trusted_memory(using: str) -> Memory | None:
+    """This process's memory if it may answer a read of ``using`` now, else None."""
     if not enabled() or connections[using].in_atomic_block:
         return None
     listener = process_listener()
     return listener.memory if listener.trusted() else None
 
 
-def remember(
-    key: Hashable, load: Callable[[], T | None], workspace_of: Callable[[T], int], using: str
-) -> T | None:
-    """``load()``'s answer, from memory when it holds a current one; a found answer
-    (not None) is kept as belonging to ``workspace_of(answer)``. ``using``: the alias
-    ``load`` reads."""
-    memory = _trusted_memory(using)
-    if memory is None:
-        return load()
-    found = memory.get(key)
-    if found is not MISSING:
-        return found
-    mark = memory.mark()
-    answer = load()
-    if answer is not None:
-        memory.put(key, answer, workspace_of(answer), mark)
-    return answer
+def _own_listener() -> Listener | None:
+    return _process_listener if _process_id == os.getpid() else None
 
 
-def catch_up() -> None:
-    """After a commit: return once this process has heard it (bounded; see Listener)."""
-    if _process_id == os.getpid() and _process_listener is not None:
-        _process_listener.catch_up()
+@contextmanager
+def writing(using: str, *, savepoint: bool = True) -> Iterator[None]:
+    """``transaction.atomic(using)`` for a write through the app, whose commit returns
+    once this process has heard it (the one commit hook of every write): the
+    transaction's id, read as it opens, is what the triggers' notifications carry."""
+    with transaction.atomic(using=using, savepoint=savepoint):
+        listener = _own_listener()
+        if (
+            listener is not None
+            and listener.listening
+            and connections[using].vendor == "postgresql"
+        ):
+            with connections[using].cursor() as cursor:
+                cursor.execute("SELECT pg_current_xact_id()::text")
+                xid = int(cursor.fetchone()[0])
+            transaction.on_commit(lambda: listener.catch_up(xid), using=using)
+        yield
 
 
 def stop() -> None:

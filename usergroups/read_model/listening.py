@@ -1,82 +1,136 @@
-"""One process's ear on PostgreSQL: a connection of its own that ``LISTEN``\\s on
-:data:`CHANNEL`, where the triggers of migration 0013 send the id of each workspace whose
-keys, groups, mappings, end users or denylist a transaction changed.
+"""One process's ear on PostgreSQL, and the database's one proof of hearing.
 
-A thread of the process keeps the ear healthy: it sleeps on the connection's socket, and
-every :data:`HEARTBEAT_SECONDS` (or when woken) it notifies a channel of its own and
-waits for that notification to come back. Before it does, the server has sent every
-notification of a transaction committed before the heartbeat began; and hearing its own
-heartbeat proves the connection still listens (through a pooler in transaction mode it
-would not: the heartbeat is never heard, and memory never trusted). What it heard goes
-to :class:`~usergroups.read_model.memory.Memory`. A request
-drains what has arrived on the socket without waiting (:meth:`Listener.trusted`), and
-trusts memory only when the last heartbeat is younger than :data:`STALE_SECONDS`: a lost
-connection, a stalled server or a thread that cannot run means the database answers,
-and a connection made anew forgets everything held from before.
+Each process listens (``LISTEN``) on one connection of its own (``application_name``
+:data:`APPLICATION_NAME`) to :data:`CHANNEL`, where the triggers say what each committed
+transaction changed (:mod:`usergroups.read_model.changes`), and to :data:`BEAT_CHANNEL`.
+One process per database, the one holding the session advisory lock :data:`BEAT_LOCK` on
+its listening connection, beats for everyone: every :data:`BEAT_SECONDS`, from a second
+connection (:data:`BEAT_APPLICATION_NAME`), it notifies the time and its snapshot. When
+its session ends, the lock goes with it, and the first process that misses the beat
+for :data:`TAKE_OVER_SECONDS` takes over. An idle site costs the database that one
+beat, however many processes listen.
 
-Only psycopg's public API: ``Connection.execute``, ``notifies(timeout=0)`` and
-``fileno()``.
+A beat heard on the listening connection proves that this very session receives other
+sessions' notifications (behind a pooler in transaction mode it never does: memory is
+never trusted there), and, as notifications arrive in commit order, that everything
+committed before the beat has been heard. A request reads what has arrived on the
+socket itself, without waiting (:meth:`Listener.trusted`), and trusts memory while the
+last beat heard is younger than :data:`STALE_SECONDS`, whether or not the listener's
+thread has run. A write through the app waits until its process has heard that write
+(:meth:`Listener.catch_up`): its own notification, or a beat whose snapshot shows it
+committed. A lost listening connection forgets everything; one made anew starts empty.
+
+The beater also guards the server's one notification queue: a listening session that
+has been blocked writing to its client (``ClientWrite``) at every beat for
+:data:`STOPPED_READER_SECONDS` while the queue fills is ended, and no other.
+
+Only psycopg's public API: ``connect``, ``Connection.execute``, ``notifies(timeout=0)``
+and ``fileno()``.
 """
 
 import os
-import secrets
 import select
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from usergroups.logs import get_logger
+from usergroups.read_model.changes import EVERYTHING, Change, parse
 from usergroups.read_model.memory import Memory
 
 logger = get_logger(__name__)
 
-#: The channel the triggers notify on; a payload is a workspace id, or "*" for all.
+#: The channel the triggers notify on (:mod:`usergroups.read_model.changes`).
 CHANNEL = "usergroups"
+#: The channel of the shared beat: ``"<sender's time> <its snapshot>"``.
+BEAT_CHANNEL = "usergroups_beat"
 #: ``application_name`` of listening connections (pg_stat_activity shows which they are).
 APPLICATION_NAME = "usergroups-listen"
-HEARTBEAT_SECONDS = 0.02
-#: Memory answers only while the last completed heartbeat began less than this ago.
+#: ``application_name`` of the one connection that beats.
+BEAT_APPLICATION_NAME = "usergroups-beat"
+#: The session advisory lock whose holder beats for the database ("ugrp").
+BEAT_LOCK = 0x75677270
+BEAT_SECONDS = 0.025
+#: Memory answers only while the last beat heard was sent less than this ago.
 STALE_SECONDS = 0.1
+#: No beat heard for this long: the process tries to beat itself.
+TAKE_OVER_SECONDS = 0.15
+#: The beater hears none of its own beats for this long: it steps down.
+STEP_DOWN_SECONDS = 1.0
 #: The longest a write through the app waits for its process to hear it.
 CATCH_UP_SECONDS = 1.0
 RECONNECT_SECONDS = 0.5
-#: How often a heartbeat also looks at the server's notification queue.
-QUEUE_CHECK_SECONDS = 1.0
-#: The share of the server's notification queue in use past which a listening
-#: connection that stopped reading (its server process blocked writing to it) is ended,
-#: so that one stopped process can neither fill the queue nor hold writers back.
+#: The share of the server's notification queue in use past which the beat looks for
+#: listening sessions that stopped reading.
 QUEUE_USAGE_LIMIT = 0.001
+#: How long a listening session is seen blocked on its client at every beat before it
+#: is ended.
+STOPPED_READER_SECONDS = 5.0
+#: A beater's clock behind this one's by more than this: its beats are never fresh
+#: enough to trust (failing closed, never open, on a skewed clock).
+CLOCK_SLACK_SECONDS = 0.05
+#: Transactions remembered as heard, for writers catching up.
+HEARD_KEPT = 10_000
 
-_END_STOPPED_LISTENERS = (
-    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-    " WHERE application_name = %s AND wait_event = 'ClientWrite'"
-    " AND pid <> pg_backend_pid() AND pg_notification_queue_usage() > %s"
+_BEAT = (
+    "SELECT pg_notify(%s, %s || ' ' || CASE WHEN length(s::text) > 7000"
+    " THEN pg_snapshot_xmin(s) || ':' || pg_snapshot_xmin(s) || ':' ELSE s::text END),"
+    " CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
+    " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END"
+    " FROM (SELECT pg_current_snapshot() AS s) AS now"
 )
 
 
-class Listener:
-    """The process's listening connection, made by ``connect`` (psycopg, autocommit),
-    and the thread that keeps it; what it hears goes to ``memory``."""
+class _Snapshot:
+    """A beat's snapshot (``xmin:xmax:xip,...``): which transactions had ended before it."""
 
-    def __init__(self, connect: Callable[[], Any], memory: Memory) -> None:
+    def __init__(self, text: str) -> None:
+        xmin, xmax, running = text.split(":")
+        self.xmin, self.xmax = int(xmin), int(xmax)
+        self.running = {int(xid) for xid in running.split(",") if xid}
+
+    def ended(self, xid: int) -> bool:
+        return xid < self.xmin or (xid < self.xmax and xid not in self.running)
+
+
+class Listener:
+    """The process's listening connection, made by ``connect(application_name)``
+    (psycopg, autocommit), and the thread that keeps it; what it hears goes to
+    ``memory``; ``forgot(change, entries)`` is told of each change heard."""
+
+    def __init__(
+        self,
+        connect: Callable[[str], Any],
+        memory: Memory,
+        forgot: Callable[[Change | None, int], None] | None = None,
+    ) -> None:
         self.memory = memory
         self._connect = connect
+        self._forgot = forgot
         self._connection: Any = None
-        # Held by whoever uses the connection: the thread's heartbeat, a request's drain.
+        self._beat_connection: Any = None
+        # Held by whoever reads the listening connection: the thread, a request, a writer.
         self._lock = threading.Lock()
-        self._synced = threading.Condition()
-        self._synced_at: float | None = None
-        self._queue_checked_at = 0.0
-        # A channel of this listener's own, which only its heartbeats use.
-        self._heartbeat_channel = f"{CHANNEL}_heartbeat_{secrets.token_hex(8)}"
-        self._beats = 0
-        self._heard_beat = -1
+        self._heard = threading.Condition()
+        self._proven_at: float | None = None  # the last beat's sending, in this clock
+        self._offsets = [float("inf"), float("inf")]  # min(receipt - sent), two windows
+        self._offsets_since = time.monotonic()
+        self._last_beat = time.monotonic()
+        self._snapshot: _Snapshot | None = None
+        self._heard_xids: OrderedDict[int, None] = OrderedDict()
+        self._next_beat = 0.0
+        self._next_attempt = 0.0
+        self._attempt_backoff = TAKE_OVER_SECONDS
+        self._blocked_since: dict[int, float] = {}
         self._warned = False
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="usergroups-listen", daemon=True)
+
+    # What requests and writers call.
 
     def start(self) -> None:
         self._thread.start()
@@ -90,36 +144,58 @@ class Listener:
         os.close(self._wake_read)
         os.close(self._wake_write)
 
+    @property
+    def listening(self) -> bool:
+        return self._connection is not None
+
+    @property
+    def beating(self) -> bool:
+        return self._beat_connection is not None
+
+    def proof_age(self) -> float | None:
+        """Seconds since the last beat heard was sent (None: none heard since listening)."""
+        proven_at = self._proven_at
+        return None if proven_at is None else time.time() - proven_at
+
     def trusted(self) -> bool:
         """Read what has arrived (no waiting), then whether memory may answer now."""
-        if not self._lock.acquire(timeout=STALE_SECONDS):
-            return False  # a heartbeat that does not come back: a stalled server
-        try:
-            if self._connection is None or not self._drain():
-                return False
-        finally:
-            self._lock.release()
-        synced_at = self._synced_at
-        return synced_at is not None and time.monotonic() - synced_at < STALE_SECONDS
-
-    def catch_up(self) -> bool:
-        """Wait (at most :data:`CATCH_UP_SECONDS`) for a heartbeat begun after now, so
-        what this process committed before the call has been heard. False, and memory
-        forgotten, if none came. Not listening: nothing held is trusted, and listening
-        again forgets it all, so there is nothing to wait for."""
         if self._connection is None:
             return False
-        wanted = time.monotonic()
-        os.write(self._wake_write, b"x")
-        with self._synced:
-            heard = self._synced.wait_for(
-                lambda: self._synced_at is not None and self._synced_at >= wanted,
-                timeout=CATCH_UP_SECONDS,
-            )
-        if not heard:
-            logger.warning("The read model did not hear its own write: reading the database")
-            self.memory.forget_all()
-        return heard
+        if self._lock.acquire(blocking=False):
+            try:
+                if not self._drain():
+                    return False
+            finally:
+                self._lock.release()
+        # Else another thread is reading: what it has finished is proof enough.
+        age = self.proof_age()
+        return age is not None and age < STALE_SECONDS
+
+    def catch_up(self, xid: int) -> bool:
+        """Wait (at most :data:`CATCH_UP_SECONDS`) until transaction ``xid``, committed
+        by this process, has been heard: its notification, or a beat sent after it. False,
+        and memory forgotten, if neither came. Not listening: nothing held is trusted,
+        and listening again forgets it all, so there is nothing to wait for."""
+        deadline = time.monotonic() + CATCH_UP_SECONDS
+        while self._connection is not None:
+            if self._lock.acquire(blocking=False):
+                try:
+                    self._drain()
+                finally:
+                    self._lock.release()
+            snapshot = self._snapshot
+            if xid in self._heard_xids or (snapshot is not None and snapshot.ended(xid)):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                logger.warning("The read model did not hear its own write: reading the database")
+                self._forget_all(None)
+                return False
+            with self._heard:
+                self._heard.wait(min(remaining, 0.002))
+        return False
+
+    # The thread.
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -127,9 +203,11 @@ class Listener:
                 self._stopping.wait(RECONNECT_SECONDS if self._warned else 0) or not self._listen()
             ):
                 continue
+            now = time.monotonic()
+            wait = (self._next_beat if self.beating else self._last_beat + TAKE_OVER_SECONDS) - now
             try:
                 select.select(
-                    [self._connection.fileno(), self._wake_read], [], [], HEARTBEAT_SECONDS
+                    [self._connection.fileno(), self._wake_read], [], [], max(wait, 0.001)
                 )
             except (OSError, ValueError):  # the connection closed under us
                 pass
@@ -139,91 +217,181 @@ class Listener:
                 os.read(self._wake_read, 4096)
             except BlockingIOError:
                 pass
-            self._heartbeat()
+            with self._lock:
+                if self._connection is None or not self._drain():
+                    continue
+                now = time.monotonic()
+                if self.beating:
+                    if now - self._last_beat > STEP_DOWN_SECONDS:
+                        self._step_down("it hears none of its own beats")
+                    elif now >= self._next_beat:
+                        self._beat(now)
+                elif now - self._last_beat > TAKE_OVER_SECONDS and now >= self._next_attempt:
+                    self._take_over(now)
 
     def _listen(self) -> bool:
         try:
-            connection = self._connect()
+            connection = self._connect(APPLICATION_NAME)
             connection.execute(f"LISTEN {CHANNEL}")
-            connection.execute(f"LISTEN {self._heartbeat_channel}")
+            connection.execute(f"LISTEN {BEAT_CHANNEL}")
         except Exception as error:  # any failure to connect: try again later
             self._warn(f"The read model cannot listen ({error}): reading the database")
             return False
         with self._lock:
-            self.memory.forget_all()
+            self._forget_all(None)
             self._connection = connection
+            self._last_beat = time.monotonic()
+            self._offsets = [float("inf"), float("inf")]
         logger.info("The read model listens on channel %s", CHANNEL)
         return True
 
+    def _take_over(self, now: float) -> None:
+        """No beat heard: beat, if this session can take the lock. Under the lock."""
+        try:
+            row = self._connection.execute("SELECT pg_try_advisory_lock(%s)", (BEAT_LOCK,))
+            won = row.fetchone()[0]
+        except Exception as error:
+            self._lose(error)
+            return
+        if not won:  # another beats, or is about to; try again later, less often
+            self._next_attempt = now + self._attempt_backoff
+            self._attempt_backoff = min(self._attempt_backoff * 2, 5.0)
+            return
+        try:
+            self._beat_connection = self._connect(BEAT_APPLICATION_NAME)
+        except Exception as error:
+            self._step_down(f"it cannot connect to beat ({error})")
+            return
+        self._attempt_backoff = TAKE_OVER_SECONDS
+        self._last_beat = now  # its own first beat has this long to arrive
+        logger.info("The read model beats for every process of this database")
+        self._beat(now)
+
+    def _beat(self, now: float) -> None:
+        self._next_beat = now + BEAT_SECONDS
+        try:
+            row = self._beat_connection.execute(
+                _BEAT, (BEAT_CHANNEL, f"{time.time():.6f}", QUEUE_USAGE_LIMIT, APPLICATION_NAME)
+            ).fetchone()
+        except Exception as error:
+            self._step_down(f"its beat failed ({error})")
+            return
+        self._end_stopped_readers(now, row[1])
+
+    def _end_stopped_readers(self, now: float, blocked: list[int] | None) -> None:
+        """Only while the queue fills: end a listening session blocked on its client at
+        every beat for :data:`STOPPED_READER_SECONDS` (a live one reads, and is not)."""
+        if not blocked:
+            self._blocked_since.clear()
+            return
+        self._blocked_since = {pid: self._blocked_since.get(pid, now) for pid in blocked}
+        for pid, since in list(self._blocked_since.items()):
+            if now - since >= STOPPED_READER_SECONDS:
+                logger.warning(
+                    "Ending listening session %s: it stopped reading while the notification"
+                    " queue fills",
+                    pid,
+                )
+                try:
+                    self._beat_connection.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                except Exception as error:
+                    self._step_down(f"it could not end a stopped reader ({error})")
+                    return
+                del self._blocked_since[pid]
+
+    def _step_down(self, why: str) -> None:
+        """Stop beating (the lock goes with the listening session's unlock, or its end)."""
+        logger.warning("The read model stops beating: %s", why)
+        if self._beat_connection is not None:
+            try:
+                self._beat_connection.close()
+            except Exception:
+                pass
+            self._beat_connection = None
+        if self._connection is not None:
+            try:
+                self._connection.execute("SELECT pg_advisory_unlock(%s)", (BEAT_LOCK,))
+            except Exception as error:
+                self._lose(error)
+        self._next_attempt = time.monotonic() + self._attempt_backoff
+        self._attempt_backoff = min(self._attempt_backoff * 2, 30.0)
+        self._blocked_since.clear()
+
+    # Reading the connection, under the lock.
+
+    def _drain(self) -> bool:
+        """Hand what has arrived to memory; False if the connection is lost."""
+        heard = False
+        try:
+            for notification in self._connection.notifies(timeout=0):
+                heard = True
+                if notification.channel == BEAT_CHANNEL:
+                    self._heard_beat(notification.payload)
+                else:
+                    self._heard_change(notification.payload)
+        except Exception as error:
+            self._lose(error)
+            return False
+        if heard:
+            with self._heard:
+                self._heard.notify_all()
+        return True
+
+    def _heard_beat(self, payload: str) -> None:
+        sent_text, snapshot_text = payload.split(" ", 1)
+        sent, received = float(sent_text), time.time()
+        now = time.monotonic()
+        if now - self._offsets_since > 5.0:  # a window of the last 5-10 s
+            self._offsets = [self._offsets[1], float("inf")]
+            self._offsets_since = now
+        self._offsets[1] = min(self._offsets[1], received - sent)
+        offset = min(min(self._offsets), CLOCK_SLACK_SECONDS)
+        self._snapshot = _Snapshot(snapshot_text)
+        self._proven_at = sent + offset
+        self._last_beat = now
+        if not self._warned:
+            return
+        self._warned = False
+        logger.info("The read model hears again")
+
+    def _heard_change(self, payload: str) -> None:
+        xid, change = parse(payload)
+        if xid is not None:
+            self._heard_xids[xid] = None
+            if len(self._heard_xids) > HEARD_KEPT:
+                self._heard_xids.popitem(last=False)
+        if change is EVERYTHING:
+            self._forget_all(None)
+        else:
+            forgotten = self.memory.forget(change.dependency)
+            if self._forgot is not None:
+                self._forgot(change, forgotten)
+
+    def _forget_all(self, change: Change | None) -> None:
+        forgotten = self.memory.forget_all()
+        if self._forgot is not None:
+            self._forgot(change, forgotten)
+
     def _warn(self, message: str) -> None:
-        """Once until the listener is trusted again: a retry every half second must not
+        """Once until the listener hears again: a retry every half second must not
         flood the log."""
         if not self._warned:
             logger.warning(message)
             self._warned = True
-
-    def _heartbeat(self) -> None:
-        started = time.monotonic()
-        with self._lock:
-            if self._connection is None:
-                return
-            self._beats += 1
-            try:
-                self._connection.execute(
-                    "SELECT pg_notify(%s, %s)", (self._heartbeat_channel, str(self._beats))
-                )
-                if started - self._queue_checked_at >= QUEUE_CHECK_SECONDS:
-                    self._queue_checked_at = started
-                    self._connection.execute(
-                        _END_STOPPED_LISTENERS, (APPLICATION_NAME, QUEUE_USAGE_LIMIT)
-                    )
-            except Exception as error:
-                self._lose(error)
-                return
-            if not self._drain():
-                return
-            if self._heard_beat != self._beats:
-                # Connected, yet not listening: a pooler lent the session away.
-                self._lose(RuntimeError("its own heartbeat was not heard"))
-                return
-            self._warned = False
-            previous = self._synced_at
-            if previous is None or started - previous >= STALE_SECONDS:
-                # Not trusted since `previous`: begin afresh rather than reason about it.
-                self.memory.forget_all()
-        with self._synced:
-            self._synced_at = started
-            self._synced.notify_all()
-
-    def _drain(self) -> bool:
-        """Hand what has arrived to memory; False if the connection is lost. Under the lock."""
-        try:
-            for notification in self._connection.notifies(timeout=0):
-                if notification.channel == self._heartbeat_channel:
-                    self._heard_beat = int(notification.payload)
-                else:
-                    self._heard(notification.payload)
-        except Exception as error:
-            self._lose(error)
-            return False
-        return True
-
-    def _heard(self, payload: str) -> None:
-        if payload.isdigit():
-            self.memory.forget_workspace(int(payload))
-        else:
-            self.memory.forget_all()
 
     def _lose(self, error: BaseException) -> None:
         self._warn(f"The read model lost its listening connection ({error}): reading the database")
         self._close()
 
     def _close(self) -> None:
-        self._synced_at = None
-        self.memory.forget_all()
-        if self._connection is not None:
-            try:
-                self._connection.close()
-            except Exception:
-                pass
-            self._connection = None
+        self._proven_at = None
+        self._snapshot = None
+        for connection in (self._beat_connection, self._connection):
+            if connection is not None:
+                try:
+                    connection.close()
+                except Exception:
+                    pass
+        self._beat_connection = self._connection = None
+        self._blocked_since.clear()
+        self._forget_all(None)

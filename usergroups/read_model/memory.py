@@ -1,89 +1,185 @@
-"""What a process remembers of the database: a bounded map whose entries each belong to
-one workspace, forgotten a workspace at a time.
+"""What a process remembers of the database: answers, each with what it depends on,
+bounded in entries and in bytes, forgotten by dependency.
 
-An entry is kept with the generation its workspace had when it was filled; forgetting a
-workspace advances that generation, so its entries stop answering at once, whatever
-their number (the map's least recently used entries make room for new ones). A fill is
-kept only if nothing was forgotten between the :meth:`Memory.mark` taken before its
+A dependency is a hashable name of something a change can touch (a workspace, a group,
+a person, a key, a token; :mod:`usergroups.read_model.reads` names them). Forgetting one
+drops every entry that depends on it, and only those. A fill is kept only if none of
+its dependencies was forgotten between the :meth:`Memory.mark` taken before its
 database read and the :meth:`Memory.put` after it: a change heard during the read may
-be one the read missed.
+be one the read missed. What was forgotten when is kept for the latest
+:data:`FORGOTTEN_KEPT` dependencies; a fill older than what that window still knows is
+dropped too.
+
+A part that many answers share (a group's record, held by every grant of its tokens)
+is held once (:meth:`Memory.share`) and weighed once, for as long as an entry holds it.
 """
 
+import sys
 import threading
-from collections.abc import Hashable
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
 from typing import Any, NamedTuple
-
-from cachetools import LRUCache
 
 #: What :meth:`Memory.get` answers for a key it does not hold (None is a value).
 MISSING: Any = object()
+#: How many forgotten dependencies are kept with the moment they were forgotten.
+FORGOTTEN_KEPT = 100_000
+
+
+def weigh(value: Any) -> int:
+    """The bytes a JSON-shaped value takes in memory (containers with what they hold)."""
+    size = sys.getsizeof(value)
+    if isinstance(value, dict):
+        size += sum(weigh(key) + weigh(item) for key, item in value.items())
+    elif isinstance(value, list | tuple):
+        size += sum(weigh(item) for item in value)
+    return size
 
 
 class _Entry(NamedTuple):
     value: Any
-    workspace_id: int
-    workspace_generation: int
-    generation: int
+    depends_on: frozenset[Hashable]
+    weight: int
+    shared: Hashable | None
+
+
+class _Shared(NamedTuple):
+    value: Any
+    weight: int
 
 
 class Memory:
-    """At most ``max_entries`` values, each of one workspace. Thread-safe."""
+    """At most ``max_entries`` answers and ``max_bytes`` bytes. Thread-safe."""
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
-        self._entries: LRUCache[Hashable, _Entry] = LRUCache(maxsize=max_entries)
-        self._workspace_generations: dict[int, int] = {}
-        self._generation = 0  # advanced by forget_all
-        self._forgotten = 0  # advanced by every forget
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._dependents: dict[Hashable, set[Hashable]] = {}
+        self._shared: dict[Hashable, _Shared] = {}
+        self._shared_users: dict[Hashable, int] = {}
+        self._bytes = 0
+        self._moment = 0  # advanced by every forget
+        self._forgotten_at: OrderedDict[Hashable, int] = OrderedDict()
+        self._floor = 0  # no fill from before this moment is kept
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
     def mark(self) -> int:
         """Taken before a database read whose answer may be :meth:`put`."""
-        return self._forgotten
+        return self._moment
 
     def get(self, key: Hashable) -> Any:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 return MISSING
-            current = (
-                entry.generation == self._generation
-                and entry.workspace_generation
-                == self._workspace_generations.get(entry.workspace_id, 0)
-            )
-            if not current:
-                del self._entries[key]
-                return MISSING
+            self._entries.move_to_end(key)
             return entry.value
 
-    def put(self, key: Hashable, value: Any, workspace_id: int, mark: int) -> bool:
-        """Keep ``value``, read after ``mark``, unless something was forgotten since."""
+    def share(self, key: Hashable, value: Any, weight: int) -> Any:
+        """The value held under ``key`` if it equals ``value``, else ``value``: what a
+        :meth:`put` then names as its ``shared`` part is weighed once."""
         with self._lock:
-            if self._forgotten != mark:
+            held = self._shared.get(key)
+            if held is not None and held.value == value:
+                return held.value
+            return value
+
+    def put(
+        self,
+        key: Hashable,
+        value: Any,
+        depends_on: Iterable[Hashable],
+        mark: int,
+        weight: int,
+        shared: tuple[Hashable, Any, int] | None = None,
+    ) -> bool:
+        """Keep ``value``, read after ``mark``, unless one of ``depends_on`` was forgotten
+        since, or it alone weighs more than the budget. ``shared``: ``(key, part,
+        weight)`` of a part the value holds that others may hold too (see :meth:`share`)."""
+        dependencies = frozenset(depends_on)
+        with self._lock:
+            if mark < self._floor or any(
+                self._forgotten_at.get(dependency, -1) > mark for dependency in dependencies
+            ):
                 return False
-            generation = self._workspace_generations.get(workspace_id, 0)
-            self._entries[key] = _Entry(value, workspace_id, generation, self._generation)
+            shared_key = None
+            if shared is not None:
+                shared_key, part, part_weight = shared
+                held = self._shared.get(shared_key)
+                if held is None or held.value is not part:
+                    if held is not None:
+                        shared_key = None  # another version is held: this one is the entry's
+                        weight += part_weight
+                    else:
+                        self._shared[shared_key] = _Shared(part, part_weight)
+                        self._shared_users[shared_key] = 0
+                        self._bytes += part_weight
+            if weight > self.max_bytes:
+                self._release(shared_key)
+                return False
+            if key in self._entries:
+                self._remove(key)
+            self._entries[key] = _Entry(value, dependencies, weight, shared_key)
+            self._bytes += weight
+            if shared_key is not None:
+                self._shared_users[shared_key] += 1
+            for dependency in dependencies:
+                self._dependents.setdefault(dependency, set()).add(key)
+            while self._entries and (
+                len(self._entries) > self.max_entries or self._bytes > self.max_bytes
+            ):
+                self._remove(next(iter(self._entries)))  # the least recently used
             return True
 
-    def forget_workspace(self, workspace_id: int) -> None:
+    def forget(self, dependency: Hashable) -> int:
+        """Forget every entry that depends on ``dependency``; how many went."""
         with self._lock:
-            self._forgotten += 1
-            if len(self._workspace_generations) >= self.max_entries:
-                # Bounded too: past it, forgetting everything is the cheap safe answer.
-                self._forget_all()
-                return
-            generations = self._workspace_generations
-            generations[workspace_id] = generations.get(workspace_id, 0) + 1
+            self._moment += 1
+            self._forgotten_at[dependency] = self._moment
+            self._forgotten_at.move_to_end(dependency)
+            if len(self._forgotten_at) > FORGOTTEN_KEPT:
+                _oldest, moment = self._forgotten_at.popitem(last=False)
+                self._floor = max(self._floor, moment)
+            keys = list(self._dependents.get(dependency, ()))
+            for key in keys:
+                self._remove(key)
+            return len(keys)
 
-    def forget_all(self) -> None:
+    def forget_all(self) -> int:
         with self._lock:
-            self._forget_all()
+            self._moment += 1
+            self._floor = self._moment
+            self._forgotten_at.clear()
+            count = len(self._entries)
+            self._entries.clear()
+            self._dependents.clear()
+            self._shared.clear()
+            self._shared_users.clear()
+            self._bytes = 0
+            return count
 
-    def _forget_all(self) -> None:
-        self._forgotten += 1
-        self._generation += 1
-        self._entries.clear()
-        self._workspace_generations.clear()
+    def _remove(self, key: Hashable) -> None:
+        entry = self._entries.pop(key)
+        self._bytes -= entry.weight
+        for dependency in entry.depends_on:
+            dependents = self._dependents.get(dependency)
+            if dependents is not None:
+                dependents.discard(key)
+                if not dependents:
+                    del self._dependents[dependency]
+        if entry.shared is not None:
+            self._shared_users[entry.shared] -= 1
+            self._release(entry.shared)
+
+    def _release(self, shared_key: Hashable | None) -> None:
+        if shared_key is not None and self._shared_users.get(shared_key) == 0:
+            self._bytes -= self._shared.pop(shared_key).weight
+            del self._shared_users[shared_key]

@@ -17,7 +17,7 @@ from django.db import router, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from usergroups import audit_context, read_model
+from usergroups import audit_context
 from usergroups.models import AuditEvent, Workspace
 from usergroups.services import outbox
 
@@ -147,10 +147,6 @@ def _insert(events: list[AuditEvent]) -> None:
         with transaction.atomic(using=using, savepoint=False):
             AuditEvent.objects.bulk_create(events)
             outbox.add_deliveries(deliveries)  # the outbox rows, in the same transaction
-    if any(event.action != EMBED_TOKEN_MINTED for event in events):
-        # Every change records an event (a mint alone changes nothing a read remembers):
-        # its answer waits until this process has heard the change.
-        transaction.on_commit(read_model.catch_up, using=using)
 
 
 def actions_under(prefix: str) -> list[str]:

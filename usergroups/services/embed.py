@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from django.db import connections, router, transaction
+from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Model, QuerySet
 from django.db.models.query import RawQuerySet
@@ -43,6 +43,7 @@ from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.logs import get_logger
 from usergroups.models import EndUser, RevokedEmbedToken, UserGroup, Workspace
+from usergroups.read_model import reads
 from usergroups.records import GroupRecord
 from usergroups.services import audit, end_users, lineage, statements, verification
 from usergroups.services.retry import retry_on_deadlock
@@ -143,18 +144,15 @@ def group_to_mint(
     group. One read on unique indexes: the group's row, its workspace's and the person's;
     none on PostgreSQL when the process holds it (:mod:`usergroups.read_model`).
     """
-    return read_model.remember(
-        ("group to mint", workspace_id, provided_id, end_user_id),
-        lambda: _read_group_to_mint(workspace_id, provided_id, end_user_id),
-        lambda _found: workspace_id,
-        using=router.db_for_read(UserGroup),
+    return reads.GROUP_TO_MINT(
+        (workspace_id, provided_id, end_user_id),
+        lambda using: _read_group_to_mint(workspace_id, provided_id, end_user_id, using),
     )
 
 
 def _read_group_to_mint(
-    workspace_id: int, provided_id: str, end_user_id: str | None
+    workspace_id: int, provided_id: str, end_user_id: str | None, using: str
 ) -> tuple[MintedGroup, end_users.EndUserRecord | None] | None:
-    using = router.db_for_read(UserGroup)
     connection = connections[using]
     params = [
         statements.prepared(connection, UserGroup, "workspace", workspace_id),
@@ -278,6 +276,7 @@ def mint_embed_token(
             origin=origin,
             params=params,
             jti=jti,
+            params_win=may_replace_variables,
         )
 
     jti = tokens.new_jti()
@@ -365,7 +364,7 @@ def revoke_embed_tokens_of(
 
 @retry_on_deadlock
 def _revoke(matching: QuerySet[UserGroup], *, subtree: bool = False) -> GroupRecord | None:
-    with transaction.atomic(using=router.db_for_write(UserGroup)):
+    with read_model.writing(router.db_for_write(UserGroup)):
         row = matching.select_for_update().values_list("pk", "workspace_id", "provided_id").first()
         if row is None:
             return None
@@ -398,7 +397,7 @@ def _revoke(matching: QuerySet[UserGroup], *, subtree: bool = False) -> GroupRec
 def revoke_workspace_embed_tokens(workspace_id: int) -> bool:
     """Revoke every embed token of the workspace minted so far, in every group, for
     every end user: one ``UPDATE`` of its generation. False if there is no such workspace."""
-    with transaction.atomic(using=router.db_for_write(Workspace)):
+    with read_model.writing(router.db_for_write(Workspace)):
         changed = Workspace.objects.filter(pk=workspace_id).update(
             embed_generation=F("embed_generation") + 1, embed_tokens_revoked_at=timezone.now()
         )
@@ -420,7 +419,7 @@ def revoke_embed_token(workspace_id: int, token: object) -> EmbedGrant | None:
     if grant is None:
         return None
     now = timezone.now()
-    with transaction.atomic(using=router.db_for_write(RevokedEmbedToken)):
+    with read_model.writing(router.db_for_write(RevokedEmbedToken)):
         RevokedEmbedToken.objects.filter(expires_at__lte=now).delete()
         # A concurrent revocation of the same token wrote the row already: done too.
         RevokedEmbedToken.objects.bulk_create(
@@ -450,6 +449,6 @@ def revoke_embed_token(workspace_id: int, token: object) -> EmbedGrant | None:
 def prune_revoked_embed_tokens() -> int:
     """Delete the denylist's rows of tokens that have expired (they verify no more
     anyway); how many."""
-    with transaction.atomic(using=router.db_for_write(RevokedEmbedToken)):
+    with read_model.writing(router.db_for_write(RevokedEmbedToken)):
         deleted, _kinds = RevokedEmbedToken.objects.filter(expires_at__lte=timezone.now()).delete()
     return deleted

@@ -12,15 +12,17 @@ the unique constraint: the loser changes the winner's row instead.
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, connections, router
 from django.db.models import F, QuerySet
 from django.db.models.functions import Collate, Left
 from django.utils import timezone
 
+from usergroups import read_model
 from usergroups.logs import get_logger
 from usergroups.models import EndUser
 from usergroups.services import audit
@@ -81,8 +83,8 @@ class EndUserDisabled(Exception):
     """A mint for a disabled end user: no token, nothing written."""
 
 
-def _atomic() -> transaction.Atomic:
-    return transaction.atomic(using=router.db_for_write(EndUser))
+def _atomic() -> AbstractContextManager[None]:
+    return read_model.writing(router.db_for_write(EndUser))
 
 
 def _named(workspace_id: int, end_user_id: str) -> QuerySet[EndUser]:

@@ -14,11 +14,12 @@ delete) queue on the workspace's row: see :mod:`.hierarchy`.
 """
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError, router
 from django.db.models import F, QuerySet
 from django.db.models.functions import Left
 from django.utils import timezone
@@ -28,6 +29,7 @@ from usergroups import crypto, read_model, scopes
 from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.models import SchemaMapping, UserGroup
+from usergroups.read_model import reads
 from usergroups.records import Ancestor, GroupRecord
 from usergroups.services import audit, hierarchy, lineage
 from usergroups.services.hierarchy import InvalidParent
@@ -58,18 +60,18 @@ class HasChildren(Exception):
         self.descendants = descendants
 
 
-def _atomic() -> transaction.Atomic:
-    return transaction.atomic(using=router.db_for_write(UserGroup))
+def _atomic(*, savepoint: bool = True) -> AbstractContextManager[None]:
+    return read_model.writing(router.db_for_write(UserGroup), savepoint=savepoint)
 
 
 def find_group(workspace_id: int, provided_id: str) -> GroupRecord | None:
     """The group of ``provided_id`` in the workspace, or None: one query at any depth,
     none on PostgreSQL for a group found before (:mod:`usergroups.read_model`)."""
-    return read_model.remember(
-        ("user group", workspace_id, provided_id),
-        lambda: lineage.find_group(lineage.BY_PROVIDED_ID, workspace_id, provided_id),
-        lambda found: found.workspace_id,
-        using=router.db_for_read(UserGroup),
+    return reads.GROUP(
+        (workspace_id, provided_id),
+        lambda using: lineage.find_group(
+            lineage.BY_PROVIDED_ID, workspace_id, provided_id, using=using
+        ),
     )
 
 
@@ -264,7 +266,7 @@ def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
     }
     # The swap and its event commit together. No savepoint inside a caller's transaction:
     # the UPDATE cannot fail for bad input, and a failure spoils the caller's anyway.
-    with transaction.atomic(using=router.db_for_write(UserGroup), savepoint=False):
+    with _atomic(savepoint=False):
         swapped = UserGroup.objects.filter(pk=group.team_id, token_digest=old_digest).update(
             embed_generation=F("embed_generation") + 1, **values
         )

@@ -8,15 +8,17 @@ value of :func:`issue_key`: the database keeps its prefix and digest.
 """
 
 import hmac
+from contextlib import AbstractContextManager
 from datetime import timedelta
 
-from django.db import router, transaction
+from django.db import router
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
 from usergroups import crypto, read_model
 from usergroups.logs import get_logger
 from usergroups.models import APIKey
+from usergroups.read_model import reads
 from usergroups.scopes import SCOPES, field_name
 from usergroups.services import audit
 from usergroups.signals import api_key_rotated, send_on_commit
@@ -44,8 +46,8 @@ def issue_key(row: APIKey) -> str:
     return key
 
 
-def _atomic() -> transaction.Atomic:
-    return transaction.atomic(using=router.db_for_write(APIKey))
+def _atomic() -> AbstractContextManager[None]:
+    return read_model.writing(router.db_for_write(APIKey))
 
 
 @sensitive_variables("key")
@@ -66,18 +68,13 @@ def find_api_key(key: str) -> APIKey | None:
     answers measurably slower when the prefix exists (a row is read, then its digest
     compared), which tells an attacker which prefixes are real. Every well-formed key
     costs the same single indexed query, whatever its first characters; on PostgreSQL a
-    key found before costs none (:mod:`usergroups.read_model`; the row is then shared by
-    the process's requests until its workspace changes).
+    key found before costs none (:mod:`usergroups.read_model`: each request gets its own
+    copy of the row remembered until the key, or its workspace, changes).
     """
     if not crypto.looks_like_api_key(key):
         return None
     key_digest = crypto.digest(key)
-    row = read_model.remember(
-        ("api key", key_digest),
-        lambda: _key_row(key_digest),
-        lambda found: found.workspace_id,
-        using=router.db_for_read(APIKey),
-    )
+    row = reads.API_KEY(key_digest, lambda using: _key_row(key_digest, using))
     # The database matched the digest already; comparing again, in constant time, keeps a
     # lenient collation (MariaDB's are case- and pad-insensitive) from accepting a near match.
     if row is None or not hmac.compare_digest(row.digest, key_digest):
@@ -86,9 +83,11 @@ def find_api_key(key: str) -> APIKey | None:
 
 
 @sensitive_variables("prefix_or_key")
-def _key_row(key_digest: str) -> APIKey | None:
+def _key_row(key_digest: str, using: str) -> APIKey | None:
     try:
-        return APIKey.objects.get(digest=key_digest)  # unique: no ORDER BY, as .first() adds
+        return APIKey.objects.using(using).get(
+            digest=key_digest
+        )  # unique: no ORDER BY, as .first() adds
     except APIKey.DoesNotExist:
         return None
 

@@ -164,21 +164,23 @@ def record_with_parent(group: UserGroup, mapping: Iterable[tuple[str, str]]) -> 
 
 
 # The annotation is a string: RawQuerySet is not subscriptable at run time.
-def _run(sql: str, params: Sequence[Any]) -> "RawQuerySet[UserGroup]":
-    return UserGroup.objects.using(router.db_for_read(UserGroup)).raw(sql, params)
+def _run(sql: str, params: Sequence[Any], using: str | None = None) -> "RawQuerySet[UserGroup]":
+    return UserGroup.objects.using(using or router.db_for_read(UserGroup)).raw(sql, params)
 
 
-def find_group(start: Start, *values: Any) -> GroupRecord | None:
+def find_group(start: Start, *values: Any, using: str | None = None) -> GroupRecord | None:
     """The group ``start`` finds with ``values`` (a unique one) with what it inherits, in
     one query; None when there is none, or when its chain of parents does not reach a
-    root (a corrupted hierarchy, cut by the walk's limit)."""
-    connection = connections[router.db_for_read(UserGroup)]
+    root (a corrupted hierarchy, cut by the walk's limit). ``using``: the alias to read
+    (default: the router's for reading)."""
+    using = using or router.db_for_read(UserGroup)
+    connection = connections[using]
     params = [
         statements.prepared(connection, UserGroup, name, value)
         for name, value in zip(start.fields, values, strict=True)
     ]
     sql = statements.written_once(connection, start, lambda: _start_sql(connection, start))
-    walks = _walks(_run(sql, [*params, walk_limit()]))
+    walks = _walks(_run(sql, [*params, walk_limit()], using))
     return next((_record(levels) for levels in walks.values()), None)
 
 
@@ -283,15 +285,16 @@ class TokenGroup(NamedTuple):
     key_expires_at: datetime | None
 
 
-def find_token_group(claims: Claims) -> TokenGroup | None:
+def find_token_group(claims: Claims, using: str | None = None) -> TokenGroup | None:
     """The group of verified ``claims`` with what it inherits, and its end user's
     attributes, if everything the token is bound to still holds: the group (its id,
     workspace, binding and generation), the workspace's generation, the key that minted
     it (not revoked, expired or deleted, still holding ``embed``), the denylist, and the
     end user (its binding and generation, not disabled, not deleted). One indexed query,
     which finds nothing when any of them fails (for the end user: no attributes).
+    ``using``: the alias to read (default: the router's for reading).
     """
-    using = router.db_for_read(UserGroup)
+    using = using or router.db_for_read(UserGroup)
     connection = connections[using]
     bound, person = claims.binding, claims.binding.end_user
     group_values = (

@@ -14,8 +14,8 @@ from functools import partial
 
 from django.db import router, transaction
 
-from usergroups import read_model
 from usergroups.models import AuditEvent, Webhook, WebhookDelivery
+from usergroups.read_model import reads
 from usergroups.signals import webhook_deliveries_due
 
 
@@ -39,28 +39,18 @@ def announce_on_commit(delivery_ids: list[str]) -> None:
 
 def webhooks_of(workspace_ids: Iterable[int]) -> list[Webhook]:
     """The enabled webhooks of ``workspace_ids``: one SELECT, none on PostgreSQL for a
-    workspace read before (:mod:`usergroups.read_model`; the triggers of migration 0013
-    cover webhooks too)."""
+    workspace read before (:mod:`usergroups.read_model`)."""
     return [
         webhook
         for workspace_id in sorted(set(workspace_ids))
-        for webhook in read_model.remember(
-            ("webhooks", workspace_id),
-            partial(_enabled_webhooks, workspace_id),
-            partial(_workspace_of_webhooks, workspace_id),
-            using=router.db_for_read(Webhook),
-        )
-        or ()
+        for webhook in reads.WEBHOOKS(workspace_id, partial(_enabled_webhooks, workspace_id)) or ()
     ]
 
 
-def _workspace_of_webhooks(workspace_id: int, _webhooks: tuple[Webhook, ...]) -> int:
-    return workspace_id
-
-
-def _enabled_webhooks(workspace_id: int) -> tuple[Webhook, ...]:
+def _enabled_webhooks(workspace_id: int, using: str) -> tuple[Webhook, ...]:
     return tuple(
-        Webhook.objects.filter(workspace_id=workspace_id, disabled=False)
+        Webhook.objects.using(using)
+        .filter(workspace_id=workspace_id, disabled=False)
         .only("pk", "workspace_id", "events")
         .order_by("pk")
     )

@@ -9,20 +9,19 @@
 3. the grant: the group's variables, the person's over them, the token's params over
    both.
 
-On PostgreSQL the answer of steps 1-3 is remembered by the read model until the token's
-workspace changes (:mod:`usergroups.read_model`): a token already verified costs
-neither a query nor a second signature check while it lives. Where memory cannot be
-trusted, every use runs the three steps.
+On PostgreSQL the answer of steps 1-3 is remembered by the read model until something
+it depends on changes (:data:`usergroups.read_model.reads.GRANT`: its workspace, its
+group or an ancestor, its key, its person, the denylist's word on it): a token already
+verified costs neither a query nor a second signature check while it lives. Where
+memory cannot be trusted, every use runs the three steps.
 """
 
-from django.db import router
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import read_model
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
-from usergroups.models import UserGroup
+from usergroups.read_model import reads
 from usergroups.services import lineage
 
 
@@ -38,12 +37,7 @@ def grant_of(token: object) -> EmbedGrant:
     else) :class:`~usergroups.embed.tokens.InvalidEmbedToken`."""
     if not isinstance(token, str):
         raise tokens.InvalidEmbedToken("malformed")
-    grant = read_model.remember(
-        ("embed token", token),
-        lambda: _current_grant(token),
-        lambda found: found.group.workspace_id,
-        using=router.db_for_read(UserGroup),
-    )
+    grant = reads.GRANT(token, lambda using: _current_grant(token, using))
     if grant is None:
         raise TokenRevoked("revoked")
     now = timezone.now()
@@ -55,9 +49,9 @@ def grant_of(token: object) -> EmbedGrant:
 
 
 @sensitive_variables("token")
-def _current_grant(token: str) -> EmbedGrant | None:
+def _current_grant(token: str, using: str) -> EmbedGrant | None:
     claims = tokens.verify(token)
-    found = lineage.find_token_group(claims)
+    found = lineage.find_token_group(claims, using)
     if found is None:
         return None
     return EmbedGrant(found.group, claims, found.end_user_attributes, found.key_expires_at)

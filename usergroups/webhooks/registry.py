@@ -6,11 +6,12 @@ failures) is :mod:`usergroups.webhooks.deliveries`'s.
 """
 
 import secrets
+from contextlib import AbstractContextManager
 from urllib.parse import urlsplit
 
 from django.db import router, transaction
 
-from usergroups import crypto
+from usergroups import crypto, read_model
 from usergroups.logs import get_logger
 from usergroups.models import Webhook
 from usergroups.services import audit
@@ -21,6 +22,11 @@ logger = get_logger(__name__)
 def atomic() -> transaction.Atomic:
     """A transaction on the database that webhooks and their deliveries are written to."""
     return transaction.atomic(using=router.db_for_write(Webhook))
+
+
+def _changing() -> AbstractContextManager[None]:
+    """:func:`atomic` for a change of a webhook that reads remember: answered once heard."""
+    return read_model.writing(router.db_for_write(Webhook))
 
 
 def new_webhook_id() -> str:
@@ -50,7 +56,7 @@ def create_webhook(
         description=description,
     )
     webhook.set_secret(secret)
-    with atomic():
+    with _changing():
         webhook.save(force_insert=True)
         audit.record(workspace_id, audit.WEBHOOK_CREATED, details=_named(webhook))
     logger.info("Webhook %s created in workspace %s", webhook.webhook_id, workspace_id)
@@ -63,7 +69,7 @@ def list_webhooks(workspace_id: int) -> list[Webhook]:
 
 def delete_webhook(workspace_id: int, webhook_id: str) -> Webhook | None:
     """Delete the workspace's webhook ``webhook_id`` (and its deliveries); None if none."""
-    with atomic():
+    with _changing():
         webhook = (
             Webhook.objects.select_for_update()
             .filter(workspace_id=workspace_id, webhook_id=webhook_id)
@@ -79,7 +85,7 @@ def delete_webhook(workspace_id: int, webhook_id: str) -> Webhook | None:
 
 def disable_webhook(webhook: Webhook, reason: str) -> bool:
     """Disable ``webhook`` with a ``webhook.disabled`` event; False if it already was."""
-    with atomic():
+    with _changing():
         changed = Webhook.objects.filter(pk=webhook.pk, disabled=False).update(disabled=True)
         if changed:
             audit.record(
@@ -98,7 +104,7 @@ def change_webhook(pk: int, *, description: str, disabled: bool) -> None:
     stored = Webhook.objects.get(pk=pk)
     if disabled and not stored.disabled:
         disable_webhook(stored, "disabled by staff")
-    with atomic():
+    with _changing():
         changes: dict[str, object] = {"description": description}
         if not disabled:
             changes.update(disabled=False, consecutive_failures=0, failing=False)
