@@ -36,6 +36,7 @@ from usergroups.read_model.memory import Memory
 __all__ = [
     "APPLICATION_NAME",
     "BEAT_LOCK",
+    "connect",
     "enabled",
     "listen_alias",
     "looks_pooled",
@@ -73,7 +74,8 @@ def looks_pooled(default_database: Mapping[str, Any], listen_database: str | Non
     return listen_database is None and bool(default_database.get("DISABLE_SERVER_SIDE_CURSORS"))
 
 
-def _connect(application_name: str) -> Any:
+def connect(application_name: str) -> Any:
+    """A new autocommit connection to the listening database, named ``application_name``."""
     import psycopg
 
     params = connections[listen_alias()].get_connection_params()
@@ -92,7 +94,7 @@ def process_listener() -> Listener:
             memory = Memory(
                 usergroups_settings.READ_MODEL_MAX_ENTRIES, usergroups_settings.READ_MODEL_MAX_BYTES
             )
-            listener = Listener(_connect, memory)
+            listener = Listener(connect, memory)
             listener.start()
             _process_listener, _process_id = listener, os.getpid()
     return _process_listener

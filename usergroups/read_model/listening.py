@@ -1,4 +1,4 @@
-"""One process's ear on PostgreSQL, and the database's one proof of hearing.
+r"""One process's ear on PostgreSQL, and the database's one proof of hearing.
 
 Each process listens (``LISTEN``) on one connection of its own (``application_name``
 :data:`APPLICATION_NAME`) to :data:`CHANNEL`, where the triggers say what each committed
@@ -11,14 +11,19 @@ for :data:`TAKE_OVER_SECONDS` takes over. An idle site costs the database that o
 beat, however many processes listen.
 
 A beat heard on the listening connection proves that this very session receives other
-sessions' notifications (behind a pooler in transaction mode it never does: memory is
-never trusted there), and, as notifications arrive in commit order, that everything
+sessions' notifications, and, as notifications arrive in commit order, that everything
 committed before the beat has been heard. A request reads what has arrived on the
 socket itself, without waiting (:meth:`Listener.trusted`), and trusts memory while the
 last beat heard is younger than :data:`STALE_SECONDS`, whether or not the listener's
 thread has run. A write through the app waits until its process has heard that write
 (:meth:`Listener.catch_up`): its own notification, or a beat whose snapshot shows it
 committed. A lost listening connection forgets everything; one made anew starts empty.
+
+Behind a pooler in transaction mode the session that ``LISTEN``\s is lent to others
+between statements, who may take its notifications: the process id the server gives
+the listening session (``pg_backend_pid()``) is then not the one the connection was
+told at its start (``info.backend_pid``, the pooler's own). Such a listener never
+trusts memory and never beats, whatever the settings say (:attr:`Listener.pooled`).
 
 The beater also guards the server's one notification queue: a listening session that
 has been blocked writing to its client (``ClientWrite``) at every beat for
@@ -125,6 +130,8 @@ class Listener:
         self._attempt_backoff = TAKE_OVER_SECONDS
         self._blocked_since: dict[int, float] = {}
         self._warned = False
+        #: Listening through a pooler (see the module's docstring): never trusted.
+        self.pooled = False
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         self._stopping = threading.Event()
@@ -138,7 +145,8 @@ class Listener:
     def stop(self) -> None:
         self._stopping.set()
         os.write(self._wake_write, b"x")
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
         with self._lock:
             self._close()
         os.close(self._wake_read)
@@ -152,6 +160,11 @@ class Listener:
     def beating(self) -> bool:
         return self._beat_connection is not None
 
+    @property
+    def proven_at(self) -> float | None:
+        """When the last beat heard was sent, in this process's clock (None: none yet)."""
+        return self._proven_at
+
     def proof_age(self) -> float | None:
         """Seconds since the last beat heard was sent (None: none heard since listening)."""
         proven_at = self._proven_at
@@ -159,7 +172,7 @@ class Listener:
 
     def trusted(self) -> bool:
         """Read what has arrived (no waiting), then whether memory may answer now."""
-        if self._connection is None:
+        if self._connection is None or self.pooled:
             return False
         if self._lock.acquire(blocking=False):
             try:
@@ -200,7 +213,7 @@ class Listener:
     def _run(self) -> None:
         while not self._stopping.is_set():
             if self._connection is None and (
-                self._stopping.wait(RECONNECT_SECONDS if self._warned else 0) or not self._listen()
+                self._stopping.wait(RECONNECT_SECONDS if self._warned else 0) or not self.listen()
             ):
                 continue
             now = time.monotonic()
@@ -221,6 +234,8 @@ class Listener:
                 if self._connection is None or not self._drain():
                     continue
                 now = time.monotonic()
+                if self.pooled:
+                    continue
                 if self.beating:
                     if now - self._last_beat > STEP_DOWN_SECONDS:
                         self._step_down("it hears none of its own beats")
@@ -229,14 +244,23 @@ class Listener:
                 elif now - self._last_beat > TAKE_OVER_SECONDS and now >= self._next_attempt:
                     self._take_over(now)
 
-    def _listen(self) -> bool:
+    def listen(self) -> bool:
+        """Connect and listen (the thread does, and again after a loss); False if it cannot."""
         try:
             connection = self._connect(APPLICATION_NAME)
             connection.execute(f"LISTEN {CHANNEL}")
             connection.execute(f"LISTEN {BEAT_CHANNEL}")
+            server_pid = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
         except Exception as error:  # any failure to connect: try again later
             self._warn(f"The read model cannot listen ({error}): reading the database")
             return False
+        if server_pid != connection.info.backend_pid:
+            self.pooled = True
+            self._warn(
+                "The read model listens through a pooler in transaction mode, where a"
+                " listening session is lent to others: reading the database (set"
+                ' USERGROUPS["LISTEN_DATABASE"] to a direct connection)'
+            )
         with self._lock:
             self._forget_all(None)
             self._connection = connection
