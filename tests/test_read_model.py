@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from unittest import mock
 
 import psycopg
 import pytest
@@ -40,6 +41,7 @@ from tests.support.factories import APIKeyFactory, UserGroupFactory
 from tests.support.gunicorn import free_port
 from tests.support.pgbouncer import RUN_AS, PgBouncer
 from usergroups import read_model
+from usergroups.checks import check_listening_connection
 from usergroups.embed import tokens
 from usergroups.models import APIKey, UserGroup
 from usergroups.read_model import changes, listening, reads
@@ -698,6 +700,11 @@ def test_behind_a_transaction_pooler_memory_is_never_trusted(site, tmp_path_fact
             time.sleep(0.05)
         assert pooled.listening and pooled.pooled
         assert not trusted_once and not pooled.beating
+        # `check --database default` says so when it can tell: here it can.
+        assert check_listening_connection(None, databases=["default"]) == []
+        with mock.patch.object(read_model, "connect", through_bouncer):
+            (warning,) = check_listening_connection(None, databases=["default"])
+        assert warning.id == "usergroups.W006"
     finally:
         pooled.stop()
         bouncer.stop()

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.exceptions import ImproperlyConfigured
 
+from usergroups import read_model
 from usergroups.conf import REMOVED, SETTINGS, usergroups_settings
 from usergroups.crypto import token_secrets
 from usergroups.embed.keys import SigningKeyError, given_key
@@ -306,3 +307,39 @@ def check_read_model(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
             )
         ]
     return []
+
+
+@register(Tags.database)
+def check_listening_connection(
+    app_configs: Any, databases: Sequence[str] | None = None, **kwargs: Any
+) -> Sequence[CheckMessage]:
+    """With ``check --database``: whether a listening connection would reach PostgreSQL
+    itself (CONTRACT 9a). Through a pooler in transaction mode the server's process id
+    is not the one the connection was told; memory is then never trusted."""
+    if not databases or not read_model.enabled():
+        return []
+    try:
+        with read_model.connect("usergroups-check") as connection:
+            server_pid = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
+            direct = server_pid == connection.info.backend_pid
+    except Exception as error:  # the database check of Django reports what it cannot reach
+        return [
+            Warning(
+                f"The read model cannot connect to listen ({type(error).__name__}): every"
+                " read goes to the database.",
+                hint="See the read model in docs/deployment.md.",
+                id="usergroups.W006",
+            )
+        ]
+    if direct:
+        return []
+    return [
+        Warning(
+            "The read model's listening database is reached through a pooler in"
+            " transaction mode: memory is never trusted there, and every read goes to"
+            " the database.",
+            hint="Set USERGROUPS['LISTEN_DATABASE'] to an alias with a direct connection"
+            " to PostgreSQL (see docs/deployment.md).",
+            id="usergroups.W006",
+        )
+    ]
