@@ -17,8 +17,10 @@ is held once (:meth:`Memory.share`) and weighed once, for as long as an entry ho
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, NamedTuple
+
+from cachetools import LRUCache
 
 #: What :meth:`Memory.get` answers for a key it does not hold (None is a value).
 MISSING: Any = object()
@@ -48,13 +50,26 @@ class _Shared(NamedTuple):
     weight: int
 
 
+class _Entries(LRUCache[Hashable, _Entry]):
+    """The entries, least recently used first out; ``dropped`` hears of each eviction."""
+
+    def __init__(self, max_entries: int, dropped: Callable[[Hashable, _Entry], None]) -> None:
+        super().__init__(max_entries)
+        self._dropped = dropped
+
+    def popitem(self) -> tuple[Hashable, _Entry]:
+        key, entry = super().popitem()
+        self._dropped(key, entry)
+        return key, entry
+
+
 class Memory:
     """At most ``max_entries`` answers and ``max_bytes`` bytes. Thread-safe."""
 
     def __init__(self, max_entries: int, max_bytes: int) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._entries = _Entries(max_entries, self._dropped)
         self._dependents: dict[Hashable, set[Hashable]] = {}
         self._shared: dict[Hashable, _Shared] = {}
         self._shared_users: dict[Hashable, int] = {}
@@ -77,11 +92,8 @@ class Memory:
 
     def get(self, key: Hashable) -> Any:
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return MISSING
-            self._entries.move_to_end(key)
-            return entry.value
+            entry = self._entries.get(key)  # a use: the most recently used now
+            return MISSING if entry is None else entry.value
 
     def share(self, key: Hashable, value: Any, weight: int) -> Any:
         """The value held under ``key`` if it equals ``value``, else ``value``: what a
@@ -133,10 +145,8 @@ class Memory:
                 self._shared_users[shared_key] += 1
             for dependency in dependencies:
                 self._dependents.setdefault(dependency, set()).add(key)
-            while self._entries and (
-                len(self._entries) > self.max_entries or self._bytes > self.max_bytes
-            ):
-                self._remove(next(iter(self._entries)))  # the least recently used
+            while self._bytes > self.max_bytes and self._entries:
+                self._entries.popitem()
             return True
 
     def forget(self, dependency: Hashable) -> int:
@@ -167,7 +177,10 @@ class Memory:
             return count
 
     def _remove(self, key: Hashable) -> None:
-        entry = self._entries.pop(key)
+        self._dropped(key, self._entries.pop(key))
+
+    def _dropped(self, key: Hashable, entry: _Entry) -> None:
+        """What goes with an entry once it is out of :attr:`_entries`."""
         self._bytes -= entry.weight
         for dependency in entry.depends_on:
             dependents = self._dependents.get(dependency)
