@@ -390,9 +390,14 @@ def test_a_mint_writes_its_event_and_reads_nothing_once_read(site) -> None:
 @pytest.mark.slow
 def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
     """A process that stops reading (SIGSTOP) while notifications keep coming: once the
-    server's queue holds more than the limit, a listening process's heartbeat ends the
-    stopped one's connection, and the queue empties."""
+    server's queue holds more than the limit, the beat ends the stopped one's connection,
+    and the queue empties; a live listener, busy reading the same flood, is left alone."""
     remembered_token(*site)
+    live = extra_listener()
+    assert until(live.trusted)
+    (live_backend,) = set(listener_backends()) - {
+        pid for pid, *_ in listening_sessions() if pid in beaters()
+    }
     settings = connection.settings_dict
     stopped = subprocess.Popen(
         [
@@ -416,7 +421,7 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
                 "SELECT pg_notify(%s, g::text) FROM generate_series(1, 200000) g",
                 listening.CHANNEL,
             )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + listening.STOPPED_READER_SECONDS + 30
         while backend in listener_backends() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert backend not in listener_backends(), "the stopped listener was never ended"
@@ -426,7 +431,9 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
         while queue_usage() >= listening.QUEUE_USAGE_LIMIT and time.monotonic() < deadline:
             time.sleep(0.2)
         assert queue_usage() < listening.QUEUE_USAGE_LIMIT
+        assert live_backend in listener_backends() and until(live.trusted)
     finally:
+        live.stop()
         os.kill(stopped.pid, signal.SIGCONT)
         stopped.kill()
         stopped.wait(10)

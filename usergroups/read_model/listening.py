@@ -27,10 +27,10 @@ trusts memory and never beats, whatever the settings say (:attr:`Listener.pooled
 
 The beater also guards the server's one notification queue: a listening session that
 has been blocked writing to its client (``ClientWrite``) at every beat for
-:data:`STOPPED_READER_SECONDS` while the queue fills is ended, and no other.
+:data:`STOPPED_READER_SECONDS` while the queue did not shrink is ended, and no other.
 
-Only psycopg's public API: ``connect``, ``Connection.execute``, ``notifies(timeout=0)``
-and ``fileno()``.
+Only psycopg's public API: ``connect``, ``Connection.execute``, ``notifies(timeout=0,
+stop_after=...)``, ``info.backend_pid`` and ``fileno()``.
 """
 
 import os
@@ -62,7 +62,8 @@ BEAT_SECONDS = 0.025
 STALE_SECONDS = 0.1
 #: No beat heard for this long: the process tries to beat itself.
 TAKE_OVER_SECONDS = 0.15
-#: The beater hears none of its own beats for this long: it steps down.
+#: The beater hears nothing at all, its own beats included, for this long: it steps down
+#: (a flood it is still reading delays its beats, and is no reason to).
 STEP_DOWN_SECONDS = 1.0
 #: The longest a write through the app waits for its process to hear it.
 CATCH_UP_SECONDS = 1.0
@@ -70,20 +71,27 @@ RECONNECT_SECONDS = 0.5
 #: The share of the server's notification queue in use past which the beat looks for
 #: listening sessions that stopped reading.
 QUEUE_USAGE_LIMIT = 0.001
-#: How long a listening session is seen blocked on its client at every beat before it
-#: is ended.
-STOPPED_READER_SECONDS = 5.0
+#: How long a listening session is seen blocked on its client at every beat, while the
+#: queue does not shrink, before it is ended. A live listener reading a flood is blocked
+#: too, often at every beat, but only as long as it takes to read it (the queue is 8 GB:
+#: at 100,000 notifications a second this is a few hundred MB of it).
+STOPPED_READER_SECONDS = 30.0
 #: A beater's clock behind this one's by more than this: its beats are never fresh
 #: enough to trust (failing closed, never open, on a skewed clock).
 CLOCK_SLACK_SECONDS = 0.05
 #: Transactions remembered as heard, for writers catching up.
 HEARD_KEPT = 10_000
+#: The most notifications one read of the socket hands to memory: under a flood the
+#: thread still beats between reads, and a request's read stays short (what is left is
+#: read next time; until then the proof is older, and the database answers).
+DRAIN_AT_MOST = 2_000
 
 _BEAT = (
     "SELECT pg_notify(%s, %s || ' ' || CASE WHEN length(s::text) > 7000"
     " THEN pg_snapshot_xmin(s) || ':' || pg_snapshot_xmin(s) || ':' ELSE s::text END),"
     " CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
-    " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END"
+    " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END,"
+    " pg_notification_queue_usage()"
     " FROM (SELECT pg_current_snapshot() AS s) AS now"
 )
 
@@ -128,7 +136,8 @@ class Listener:
         self._next_beat = 0.0
         self._next_attempt = 0.0
         self._attempt_backoff = TAKE_OVER_SECONDS
-        self._blocked_since: dict[int, float] = {}
+        self._blocked_since: dict[int, tuple[float, float]] = {}  # pid: (when, usage then)
+        self._last_heard = time.monotonic()  # anything at all
         self._warned = False
         #: Listening through a pooler (see the module's docstring): never trusted.
         self.pooled = False
@@ -237,7 +246,7 @@ class Listener:
                 if self.pooled:
                     continue
                 if self.beating:
-                    if now - self._last_beat > STEP_DOWN_SECONDS:
+                    if now - max(self._last_beat, self._last_heard) > STEP_DOWN_SECONDS:
                         self._step_down("it hears none of its own beats")
                     elif now >= self._next_beat:
                         self._beat(now)
@@ -300,17 +309,18 @@ class Listener:
         except Exception as error:
             self._step_down(f"its beat failed ({error})")
             return
-        self._end_stopped_readers(now, row[1])
+        self._end_stopped_readers(now, row[1], row[2])
 
-    def _end_stopped_readers(self, now: float, blocked: list[int] | None) -> None:
-        """Only while the queue fills: end a listening session blocked on its client at
-        every beat for :data:`STOPPED_READER_SECONDS` (a live one reads, and is not)."""
+    def _end_stopped_readers(self, now: float, blocked: list[int] | None, usage: float) -> None:
+        """Only while the queue holds more than its limit: end a listening session blocked
+        on its client at every beat for :data:`STOPPED_READER_SECONDS` while the queue did
+        not shrink (a live one reads it, and the queue shrinks once the flood ends)."""
         if not blocked:
             self._blocked_since.clear()
             return
-        self._blocked_since = {pid: self._blocked_since.get(pid, now) for pid in blocked}
-        for pid, since in list(self._blocked_since.items()):
-            if now - since >= STOPPED_READER_SECONDS:
+        self._blocked_since = {pid: self._blocked_since.get(pid, (now, usage)) for pid in blocked}
+        for pid, (since, usage_then) in list(self._blocked_since.items()):
+            if now - since >= STOPPED_READER_SECONDS and usage >= usage_then:
                 logger.warning(
                     "Ending listening session %s: it stopped reading while the notification"
                     " queue fills",
@@ -345,10 +355,12 @@ class Listener:
 
     def _drain(self) -> bool:
         """Hand what has arrived to memory; False if the connection is lost."""
-        heard = False
+        heard = 0
         try:
-            for notification in self._connection.notifies(timeout=0):
-                heard = True
+            # stop_after ends between two reads of the socket, never inside one: a batch
+            # already read is handed over whole.
+            for notification in self._connection.notifies(timeout=0, stop_after=DRAIN_AT_MOST):
+                heard += 1
                 if notification.channel == BEAT_CHANNEL:
                     self._heard_beat(notification.payload)
                 else:
@@ -357,6 +369,7 @@ class Listener:
             self._lose(error)
             return False
         if heard:
+            self._last_heard = time.monotonic()
             with self._heard:
                 self._heard.notify_all()
         return True
