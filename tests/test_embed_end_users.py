@@ -23,6 +23,7 @@ from tests.support.embed import clock_moved, dashboard, introspect, mint, minted
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import READS, WRITES, statements
 from usergroups import services
+from usergroups.services import end_users, groups
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
@@ -761,3 +762,34 @@ def test_a_revocation_racing_mints_leaves_no_older_token_alive(workspace):
             minted_at = tokens.verify(token).raw["ugen"]
             # Minted before the revocation committed: refused; after it: works.
             assert works(token) == (minted_at == final)
+
+
+# --- 9a: a grant never outgrows its writers, at every use -------------------------------
+
+
+def test_a_writers_later_value_wins_over_an_embed_only_tokens_params(
+    api_client, embed_only_client, workspace, group
+):
+    """An embed-only key mints for a new person with ``territory`` params (allowed:
+    nothing sets it yet); a writer then sets the person's ``territory``, then the
+    group's: at each use the token grants the writer's value, not its params (on 0.4 it
+    kept granting its params until it expired)."""
+    token = person_token(
+        embed_only_client, group.provided_id, "terry", params={"territory": ALL_REGIONS, "page": 2}
+    )
+    granted = dashboard_grant(token).variables
+    assert (granted["territory"], granted["page"]) == (ALL_REGIONS, 2)
+    end_users.put_end_user(workspace.pk, "terry", {"attributes": {"territory": ["DE"]}})
+    grant = dashboard_grant(token)
+    assert (grant.variables["territory"], grant.variables["page"]) == (["DE"], 2)
+    assert grant.variable_sources["territory"] == "end_user"
+    end_users.put_end_user(workspace.pk, "terry", {"attributes": {}})
+    groups.update_group(workspace.pk, group.provided_id, {"properties": {"territory": ["FR"]}})
+    grant = dashboard_grant(token)
+    assert (grant.variables["territory"], grant.variables["page"]) == (["FR"], 2)
+    assert grant.variable_sources["territory"] == f"user_group:{group.provided_id}"
+    # A key with write may replace what the lineage sets: its token's params still win.
+    writer_token = person_token(
+        api_client, group.provided_id, "terry", params={"territory": ALL_REGIONS}
+    )
+    assert dashboard_grant(writer_token).variables["territory"] == ALL_REGIONS
