@@ -16,6 +16,8 @@ tests at their own (or at nothing, to see the skip):
 - ``postgresql``: the machine's PostgreSQL (tests/support/postgres.py), for the live tests
   that run a server on a database of their own there whatever ``DATABASE_URL`` says.
 - ``pgbouncer``: Debian's ``pgbouncer`` on PATH (tests/support/pgbouncer.py starts one).
+- ``npm``: ``node`` and ``npm`` (with ``npx``) on PATH, and the npm registry for
+  ``npm ci`` (tests/test_embed_types.py type-checks embed.d.ts with TypeScript).
 """
 
 import functools
@@ -68,11 +70,19 @@ def _pgbouncer_missing() -> str | None:
     return "no pgbouncer on PATH (apt-get install pgbouncer)"
 
 
+def _npm_missing() -> str | None:
+    absent = [tool for tool in ("node", "npm", "npx") if shutil.which(tool) is None]
+    if not absent:
+        return None
+    return f"no {', '.join(absent)} on PATH (apt-get install nodejs npm)"
+
+
 _PROBES = {
     "redis": _redis_missing,
     "chromium": _chromium_missing,
     "postgresql": _postgresql_missing,
     "pgbouncer": _pgbouncer_missing,
+    "npm": _npm_missing,
 }
 
 

@@ -49,6 +49,13 @@ export interface UnavailableDetail {
   code: string;
 }
 
+/** The events of a session, by type. */
+export interface EmbedSessionEventMap {
+  token: CustomEvent<TokenDetail>;
+  ended: CustomEvent<EndedDetail>;
+  unavailable: CustomEvent<UnavailableDetail>;
+}
+
 export interface EmbedSession extends EventTarget {
   /** Resolves with the current token, waiting for the first; rejects once ended. */
   ready(): Promise<string>;
@@ -59,11 +66,27 @@ export interface EmbedSession extends EventTarget {
   readonly ended: string | undefined;
   /** Stops the refresh timer and the message listener. */
   close(): void;
-  addEventListener(type: "token", listener: (event: CustomEvent<TokenDetail>) => void): void;
-  addEventListener(type: "ended", listener: (event: CustomEvent<EndedDetail>) => void): void;
+  // The typed listeners first, then EventTarget's own, which an EventTarget must keep
+  // (lib.dom's elements do the same with their event maps).
+  addEventListener<K extends keyof EmbedSessionEventMap>(
+    type: K,
+    listener: (this: EmbedSession, event: EmbedSessionEventMap[K]) => void,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
   addEventListener(
-    type: "unavailable",
-    listener: (event: CustomEvent<UnavailableDetail>) => void,
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | AddEventListenerOptions,
+  ): void;
+  removeEventListener<K extends keyof EmbedSessionEventMap>(
+    type: K,
+    listener: (this: EmbedSession, event: EmbedSessionEventMap[K]) => void,
+    options?: boolean | EventListenerOptions,
+  ): void;
+  removeEventListener(
+    type: string,
+    listener: EventListenerOrEventListenerObject | null,
+    options?: boolean | EventListenerOptions,
   ): void;
 }
 
