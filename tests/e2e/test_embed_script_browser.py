@@ -271,13 +271,36 @@ def test_a_request_refused_as_token_expired_is_repeated_once_with_a_fresh_token(
     assert frame.evaluate("() => session.ended") is None
 
 
+PAGE_HEIGHT = "163px"  # the probe's: its 137 px pre and 13 px of collapsed margins each side
+
+
 @pytest.mark.parametrize("listen_after_ms", [0, 1500])
 def test_the_frame_takes_the_height_the_dashboard_reports(page, customer, probe, listen_after_ms):
     """Also when the page's script listens only after the frame has said its size."""
     customer.pages["/"] = framing_page(f"{probe}?parent={customer.url}", listen_after_ms)
     page.goto(f"{customer.url}/")
     ready(probe_frame(page))
-    expect(page.locator("#frame")).to_have_css("height", "137px")  # the probe's #probe
+    expect(page.locator("#frame")).to_have_css("height", PAGE_HEIGHT)
+
+
+@pytest.mark.parametrize("size_of", ["root", "element"])
+def test_the_frame_holds_the_margins_of_the_page_and_shrinks_with_it(
+    page, customer, probe, size_of
+):
+    """The body's and a ``<pre>``'s margins lie outside the element the dashboard names
+    (0.4 sized the frame to that element alone and cut them off): the frame takes the
+    whole page's height, nothing in it scrolls, and it shrinks when the page does."""
+    customer.pages["/"] = framing_page(f"{probe}?parent={customer.url}&size-of={size_of}")
+    page.goto(f"{customer.url}/")
+    body = probe_frame(page)
+    ready(body)
+    frame = page.locator("#frame")
+    expect(frame).to_have_css("height", PAGE_HEIGHT)
+    fits = "() => document.documentElement.scrollHeight <= innerHeight"
+    assert body.evaluate(fits)
+    body.evaluate("() => { document.querySelector('pre').style.height = '50px'; }")
+    expect(frame).to_have_css("height", "76px")  # 50 + 13 + 13
+    assert body.evaluate(fits)
 
 
 def ended(target) -> list[dict]:

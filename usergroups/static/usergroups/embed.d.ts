@@ -91,7 +91,9 @@ export interface EmbedSession extends EventTarget {
 }
 
 /** In the dashboard. Framed: tokens from the parent, accepted only from `parents` (exact
- * origins), and `sizeOf`'s height sent to the parent. Without a frame: `getToken`. */
+ * origins). With `sizeOf` (pass `document.documentElement`; any element does the same),
+ * the page's whole height, margins included, is sent to the parent whenever it changes,
+ * and the frame takes it. Without a frame: `getToken`. */
 export function connect(
   options:
     | { parents: string[]; sizeOf?: Element; getToken?: undefined }

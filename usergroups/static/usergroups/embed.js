@@ -62,7 +62,10 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
     for (const o of parents) parent.postMessage({ v: VERSION, type: P + type, ...extra }, o);
   };
 
-  const size = () => sizeOf && post("resize", { height: sizeOf.getBoundingClientRect().height });
+  // The whole page: the body's margins and those within it lie outside an element's box.
+  // Not scrollHeight, which is never less than the frame's: the frame could not shrink.
+  const page = document.documentElement;
+  const size = () => sizeOf && post("resize", { height: page.getBoundingClientRect().height });
 
   function request(type) {
     if (getToken) return ask(getToken).then(take);
@@ -144,7 +147,7 @@ export function connect({ parents = [], getToken, sizeOf } = {}) {
 
   if (!getToken) {
     addEventListener("message", onMessage);
-    if (sizeOf) new ResizeObserver(size).observe(sizeOf);
+    if (sizeOf) new ResizeObserver(size).observe(page);
   }
   next("ready").catch(() => {});
   return session;

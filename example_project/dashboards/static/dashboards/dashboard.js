@@ -298,9 +298,8 @@ if (window.parent === window) {
   $("refresh").hidden = true;
   showStatus("info", "Embedded only.", "A customer site frames this page and hands it an embed token; open /demo/.");
 } else {
-  // The frame takes the dashboard's own height (not the document's, which is never less
-  // than the frame's), so it can shrink too.
-  session = connect({ parents, sizeOf: root });
+  // The frame takes the page's height, and shrinks with it.
+  session = connect({ parents, sizeOf: document.documentElement });
   session.addEventListener("token", () => {
     root.dataset.tokens = String(Number(root.dataset.tokens || 0) + 1);
   });
