@@ -1,10 +1,13 @@
-"""The example project's production settings pass ``manage.py check --deploy``.
+"""The example project's production settings pass ``manage.py check --deploy``, and so
+does a site of the host's own with the settings block of docs/deployment.md, where
+``collectstatic`` gathers embed.js at the path the docs name.
 
 Run in a subprocess, with only the environment a deployment sets: the settings module
 reads it at import, so ``override_settings`` could not show what a real start-up does.
 """
 
 import os
+import re
 import secrets
 import string
 import subprocess
@@ -12,6 +15,7 @@ import sys
 
 import pytest
 
+from tests.docs_examples.pages import fenced_blocks
 from tests.support import ROOT
 
 # The characters of Django's get_random_secret_key(), "$" included.
@@ -113,3 +117,97 @@ def test_a_missing_secret_key_names_the_variables_to_set(debug):
     assert done.stdout == ""  # no key was made
     assert "example_project.E001" in done.stderr, done.stderr
     assert "DJANGO_SECRET_KEY" in done.stderr and "DJANGO_DEBUG=true" in done.stderr
+
+
+# A site of the host's own (docs/deployment.md, "Your own site's settings").
+DEPLOYMENT = ROOT / "docs" / "deployment.md"
+# What docs/install.md adds to a startproject site, and a production database: PostgreSQL,
+# to which check --deploy and collectstatic open no connection.
+INSTALLED = """
+INSTALLED_APPS += ["rest_framework", "usergroups"]
+DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "mysite"}}
+"""
+WITHOUT_THE_BLOCK = {
+    *(f"security.W0{n:02}" for n in (4, 8, 9, 12, 16, 18, 20)),
+    "usergroups.W004",
+}
+
+
+def production_block() -> str:
+    """The settings block the docs tell a host to copy, as written there."""
+    (block,) = [b for b in fenced_blocks(DEPLOYMENT, "python") if "SECURE_HSTS_SECONDS" in b]
+    return block
+
+
+@pytest.fixture(scope="module")
+def own_site(tmp_path_factory):
+    """A site of the host's own: ``django-admin startproject mysite``, whose settings.py
+    gets ``INSTALLED``, and beside it ``mysite/production.py``: those settings followed by
+    the docs' block, as written there."""
+    site = tmp_path_factory.mktemp("own-site")
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "startproject", "mysite", str(site)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    settings = site / "mysite" / "settings.py"
+    settings.write_text(settings.read_text() + INSTALLED)
+    production = "from mysite.settings import *  # noqa: F403\n\n" + production_block()
+    (site / "mysite" / "production.py").write_text(production)
+    return site
+
+
+def run_in(site, settings: str, *args: str) -> subprocess.CompletedProcess:
+    """``manage.py *args`` of ``site`` with its settings module ``settings`` and a
+    deployment's secret key."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "USERGROUPS_"))
+    }
+    env.update(DJANGO_SETTINGS_MODULE=settings, DJANGO_SECRET_KEY=random_secret_key())
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=site, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def warnings_of(done: subprocess.CompletedProcess) -> set[str]:
+    return set(re.findall(r"\(([a-z_]+\.[WE]\d+)\)", done.stderr))
+
+
+def test_a_new_site_fails_the_deploy_check_without_the_production_block(own_site):
+    done = run_in(own_site, "mysite.settings", *DEPLOY_CHECK[1:])
+    assert done.returncode != 0
+    assert warnings_of(done) == WITHOUT_THE_BLOCK, done.stderr
+
+
+def test_the_production_block_of_the_docs_passes_the_deploy_check(own_site):
+    done = run_in(own_site, "mysite.production", *DEPLOY_CHECK[1:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_the_example_projects_https_sets_what_the_block_sets(monkeypatch):
+    """DJANGO_HTTPS=true of the example project and the docs' block: one set of values."""
+    monkeypatch.setenv("DJANGO_SECRET_KEY", random_secret_key())
+    block: dict = {"BASE_DIR": ROOT}
+    exec(compile(production_block(), str(DEPLOYMENT), "exec"), block)
+    https = sorted(name for name in block if name.startswith(("SECURE_", "SESSION_", "CSRF_")))
+    assert len(https) == 7
+    show = f"from django.conf import settings as s; print(repr([getattr(s, n) for n in {https}]))"
+    done = run(["-c", f"import django; django.setup(); {show}"], **production())
+    assert done.stdout.strip() == repr([block[name] for name in https]), done.stderr
+
+
+def test_collectstatic_gathers_embed_js_where_the_docs_say(own_site):
+    done = run_in(own_site, "mysite.production", "collectstatic", "--noinput")
+    assert done.returncode == 0, done.stderr
+    docs = DEPLOYMENT.read_text()
+    assert "`staticfiles/usergroups/embed.js`" in docs
+    collected = own_site / "staticfiles" / "usergroups" / "embed.js"
+    assert collected.read_bytes() == (ROOT / "usergroups/static/usergroups/embed.js").read_bytes()
+    url = "from django.templatetags.static import static; print(static('usergroups/embed.js'))"
+    done = run_in(own_site, "mysite.production", "shell", "--verbosity", "0", "-c", url)
+    assert done.stdout.strip() == "/static/usergroups/embed.js", done.stderr
+    assert "`/static/usergroups/embed.js`" in docs
