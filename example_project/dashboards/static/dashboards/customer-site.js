@@ -5,9 +5,9 @@
 // out: the frame is told the session ended, and this page stops saying who is signed in.
 // The token travels in the mint answer's body and in postMessage, never in a URL.
 //
-// "Sign out everywhere" is a form that this script sends with fetch, so that the page and
-// the dashboard open in it stay: the dashboard learns at its next request. In another
-// browser the person's page learns when its dashboard does (its next ask is refused).
+// "Sign out everywhere" is a form that this script sends with fetch, so that the page
+// stays; its dashboard is reloaded at once, and refused a token, shows no more rows. In
+// another browser the person's page learns when its dashboard does (its next request).
 import { serveTokens } from "../usergroups/embed.js";
 
 function csrfToken() {
@@ -57,8 +57,12 @@ async function signOutEverywhere(form) {
     button.disabled = false;
     return;
   }
-  // Signed out: the page says so; the open dashboard finds out at its next request.
+  // Signed out: the page says so, and the dashboard goes at once rather than at its next
+  // request. Reloaded, it asks for a token, which this site now refuses (signed_out):
+  // the session ends, with no rows left on the screen.
   showSignedOut();
+  const frame = document.getElementById("dashboard-frame");
+  frame.src = frame.src;
 }
 
 document.addEventListener("submit", (event) => {
