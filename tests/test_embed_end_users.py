@@ -23,12 +23,12 @@ from tests.support.embed import clock_moved, dashboard, introspect, mint, minted
 from tests.support.factories import APIKeyFactory, SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import READS, WRITES, statements
 from usergroups import services
-from usergroups.services import end_users, groups
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.embed import tokens
 from usergroups.embed.grant import EmbedGrant
 from usergroups.models import APIKey, AuditEvent, EndUser, UserGroup
 from usergroups.records import Ancestor, GroupRecord
+from usergroups.services import end_users, groups
 
 END_USER_URL = "/api/user/end-user"
 
