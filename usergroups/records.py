@@ -38,6 +38,11 @@ from usergroups.frozen import freeze
 from usergroups.models import UserGroup
 
 
+def group_source(provided_id: str) -> str:
+    """How a grant names the group that gave a variable: ``"user_group:<provided_id>"``."""
+    return f"user_group:{provided_id}"
+
+
 class Ancestor(NamedTuple):
     """One group above a record's group: what the record inherits from it."""
 
@@ -87,6 +92,9 @@ class GroupRecord:
     computed_property_sources: dict[str, str]
     #: The ancestors' ``team_id``, root first (empty for a root).
     ancestor_ids: tuple[int, ...] = ()
+    #: ``computed_property_sources`` as a grant names them (:func:`group_source`): the
+    #: ``variable_sources`` of every grant of the group that no person or param layers.
+    variable_sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def token(self) -> str | None:
@@ -128,5 +136,6 @@ class GroupRecord:
             computed_properties=freeze(computed_properties),
             computed_mapping=freeze(dict(sorted(computed_mapping.items()))),
             computed_property_sources=freeze(sources),
+            variable_sources=freeze({key: group_source(pid) for key, pid in sources.items()}),
             ancestor_ids=tuple(ancestor.team_id for ancestor in ancestors),
         )

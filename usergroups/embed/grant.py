@@ -7,15 +7,11 @@ from typing import Any
 
 from usergroups.embed.tokens import Claims
 from usergroups.frozen import freeze
-from usergroups.records import GroupRecord
+from usergroups.records import GroupRecord, group_source  # noqa: F401 (its public home was here)
 
 #: Where a variable came from, besides ``"user_group:<provided_id>"``.
 FROM_END_USER = "end_user"
 FROM_PARAMS = "params"
-
-
-def group_source(provided_id: str) -> str:
-    return f"user_group:{provided_id}"
 
 
 @dataclass(frozen=True)
@@ -53,21 +49,19 @@ class EmbedGrant:
                 for key, value in params.items()
                 if key not in group_variables and key not in person
             }
-        sources = {
-            key: group_source(provided_id)
-            for key, provided_id in self.group.computed_property_sources.items()
-        }
+        # Unlayered, a grant holds the group's own two mappings: one copy for its tokens.
+        variables, sources = group_variables, self.group.variable_sources
         if person or params:
-            variables = dict(group_variables)
+            variables, sources = dict(group_variables), dict(sources)
             for origin, layer in ((FROM_END_USER, person), (FROM_PARAMS, params)):
                 for key, value in layer.items():
                     variables[key] = value
                     sources[key] = origin
-            group_variables = freeze(variables)
+            variables, sources = freeze(variables), freeze(sources)
         # Frozen: the two are set once, here, as the dataclass's own __init__ would.
         object.__setattr__(self, "end_user_attributes", freeze(self.end_user_attributes))
-        object.__setattr__(self, "variables", group_variables)  # the group's own when unlayered
-        object.__setattr__(self, "variable_sources", freeze(sources))
+        object.__setattr__(self, "variables", variables)
+        object.__setattr__(self, "variable_sources", sources)
 
     @property
     def end_user_id(self) -> str | None:

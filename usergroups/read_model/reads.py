@@ -105,6 +105,7 @@ def record_weight(record: GroupRecord) -> int:
             record.computed_properties,
             record.mapping,
             record.computed_mapping,
+            record.variable_sources,
         )
     )
 
@@ -175,7 +176,7 @@ def _grant_depends_on(token: str, grant: EmbedGrant) -> list[Hashable]:
 def _grant_weight(grant: EmbedGrant) -> int:
     weight = ROW_BYTES + weigh(grant.claims.raw) + weigh(grant.end_user_attributes)
     if grant.variables is not grant.group.computed_properties:  # layered: its own top level
-        weight += sys.getsizeof(grant.variables) + sys.getsizeof(grant.variable_sources)
+        weight += weigh(grant.variable_sources) + sys.getsizeof(grant.variables)
     return weight
 
 
