@@ -45,7 +45,7 @@ from usergroups.checks import check_listening_connection
 from usergroups.embed import tokens
 from usergroups.models import APIKey, UserGroup
 from usergroups.read_model import changes, listening, reads
-from usergroups.read_model.memory import Memory
+from usergroups.read_model.memory import MISSING, Memory
 from usergroups.services import groups, keys, verification
 
 on_postgresql = pytest.mark.skipif(
@@ -354,7 +354,11 @@ def test_memory_is_bounded_in_bytes_and_holds_a_groups_record_once(site, setting
     record_bytes = reads.record_weight(verification.grant_of(sign()).group)
     assert record_bytes > 128 * 1024
     for _ in range(500):
-        verification.grant_of(sign())
+        token = sign()
+        for _attempt in range(50):  # a busy machine may delay the beat: until it is held
+            verification.grant_of(token)
+            if memory.get((reads.GRANT.name, token)) is not MISSING:
+                break
     assert len(memory) >= 500
     assert memory.bytes <= budget
     assert memory.bytes < record_bytes + 500 * 8 * 1024  # the record once, small grants
@@ -596,31 +600,32 @@ def extra_listener() -> listening.Listener:
 
 
 @on_postgresql
-def test_one_session_beats_for_every_listener_and_the_others_are_silent(site) -> None:
-    """Four listeners of one database: one beat for all (at most 1/BEAT_SECONDS a
-    second), the three others run no statement at all while they listen; when the
-    beater's session ends, another takes over and every listener trusts again."""
+def test_one_session_beats_for_every_listener_and_idle_ones_are_silent(site) -> None:
+    """Four listeners of one database: one beats for all. Idle (nobody wants memory),
+    the beat is slow and the three others run no statement at all; while one wants
+    memory, the beat is fast; when the beater's session ends, another takes over and
+    every listener trusts again."""
     remembered_token(*site)
     others = [extra_listener() for _ in range(3)]
     try:
-        deadline = time.monotonic() + 5
-        while not all(listener.trusted() for listener in others) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert all(listener.trusted() for listener in others)
+        assert all(until(listener.trusted) for listener in others)
         assert len(beaters()) == 1
+        time.sleep(listening.IDLE_AFTER_SECONDS + 0.5)  # nobody wants memory now
         before = listening_sessions()
         assert len(before) == 4
-        time.sleep(1)
+        idle_beats = count_beats(others[0], 2 * listening.IDLE_BEAT_SECONDS, wanting=False)
         after = listening_sessions()
         silent = [row for row in after if row[0] not in beaters()]
         assert len(silent) == 3 and all(row in before for row in silent), (before, after)
-        beats_per_second = count_beats(others[0], 1.0)
-        assert 0.5 / listening.BEAT_SECONDS <= beats_per_second <= 1.2 / listening.BEAT_SECONDS
+        assert 1 <= idle_beats * listening.IDLE_BEAT_SECONDS <= 1.6 * 2
+        busy_beats = count_beats(others[0], 1.0, wanting=True)
+        assert busy_beats >= 0.5 / listening.BEAT_SECONDS
         (beater,) = beaters()
         outside_sql("SELECT pg_terminate_backend(%s)", beater)
         deadline = time.monotonic() + 5
         while beaters() in ([], [beater]) and time.monotonic() < deadline:
-            time.sleep(0.05)
+            others[0].trusted()  # wanting memory: a missed beat is taken over at once
+            time.sleep(0.02)
         assert beaters() not in ([], [beater])
         survivors = [listener for listener in others if listener.listening]
         assert survivors and all(until(listener.trusted) for listener in survivors)
@@ -629,19 +634,17 @@ def test_one_session_beats_for_every_listener_and_the_others_are_silent(site) ->
             listener.stop()
 
 
-def count_beats(listener: listening.Listener, seconds: float) -> float:
-    """Beats a listener hears in ``seconds`` (its proof moves at each)."""
-    heard, last, deadline = 0, listener.proof_age(), time.monotonic() + seconds
-    seen = set()
+def count_beats(listener: listening.Listener, seconds: float, *, wanting: bool) -> float:
+    """Beats ``listener`` hears a second over ``seconds`` (its proof moves at each);
+    ``wanting``: asking for memory all along, as a busy process does."""
+    seen, deadline = set(), time.monotonic() + seconds
     while time.monotonic() < deadline:
-        listener.trusted()
-        proven = listener.proven_at
-        if proven is not None and proven not in seen:
-            seen.add(proven)
-            heard += 1
+        if wanting:
+            listener.trusted()
+        if listener.proven_at is not None:
+            seen.add(listener.proven_at)
         time.sleep(0.002)
-    del last
-    return heard / seconds
+    return len(seen) / seconds
 
 
 def until(condition: Callable[[], bool], seconds: float = 5) -> bool:

@@ -4,11 +4,19 @@ Each process listens (``LISTEN``) on one connection of its own (``application_na
 :data:`APPLICATION_NAME`) to :data:`CHANNEL`, where the triggers say what each committed
 transaction changed (:mod:`usergroups.read_model.changes`), and to :data:`BEAT_CHANNEL`.
 One process per database, the one holding the session advisory lock :data:`BEAT_LOCK` on
-its listening connection, beats for everyone: every :data:`BEAT_SECONDS`, from a second
-connection (:data:`BEAT_APPLICATION_NAME`), it notifies the time and its snapshot. When
-its session ends, the lock goes with it, and the first process that misses the beat
-for :data:`TAKE_OVER_SECONDS` takes over. An idle site costs the database that one
-beat, however many processes listen.
+its listening connection, beats for everyone from a second connection
+(:data:`BEAT_APPLICATION_NAME`): it notifies the time and its snapshot. When its session
+ends, the lock goes with it, and the first process that misses the beat takes over.
+
+A beat wakes every listening server process (a transaction each), so it is sent only
+as often as someone needs it. A process that wants memory to answer holds the shared
+advisory lock :data:`BUSY_LOCK` (taken with one notification on :data:`DEMAND_CHANNEL`,
+which only the beater hears, and let go once it has wanted nothing for
+:data:`IDLE_AFTER_SECONDS`). While any process holds it, the beat comes every
+:data:`BEAT_SECONDS`; while none does, every :data:`IDLE_BEAT_SECONDS`, to show that
+someone still beats. An idle site costs the database one beat every two seconds and one
+wake of each listener with it, however many processes listen; an idle process runs no
+statement at all.
 
 A beat heard on the listening connection proves that this very session receives other
 sessions' notifications, and, as notifications arrive in commit order, that everything
@@ -57,13 +65,24 @@ APPLICATION_NAME = "usergroups-listen"
 BEAT_APPLICATION_NAME = "usergroups-beat"
 #: The session advisory lock whose holder beats for the database ("ugrp").
 BEAT_LOCK = 0x75677270
+#: The shared advisory lock that a process wanting memory holds ("ugrq").
+BUSY_LOCK = 0x75677271
+#: The channel a process notifies when it starts wanting memory; the beater alone listens.
+DEMAND_CHANNEL = "usergroups_demand"
+#: The beat while some process wants memory, and while none does.
 BEAT_SECONDS = 0.025
+IDLE_BEAT_SECONDS = 2.0
+#: A process that wanted no memory for this long lets go of :data:`BUSY_LOCK`.
+IDLE_AFTER_SECONDS = 1.0
 #: Memory answers only while the last beat heard was sent less than this ago.
 STALE_SECONDS = 0.1
-#: No beat heard for this long: the process tries to beat itself.
+#: No beat heard for this long: the process tries to beat itself (while it wants memory;
+#: an idle one waits for a few idle beats to be missed).
 TAKE_OVER_SECONDS = 0.15
-#: The beater hears nothing at all, its own beats included, for this long: it steps down
-#: (a flood it is still reading delays its beats, and is no reason to).
+IDLE_TAKE_OVER_SECONDS = 2.5 * IDLE_BEAT_SECONDS
+#: The beater hears nothing at all, its own beats included, for this long past a beat's
+#: interval: it steps down (a flood it is still reading delays its beats, and is no
+#: reason to).
 STEP_DOWN_SECONDS = 1.0
 #: The longest a write through the app waits for its process to hear it.
 CATCH_UP_SECONDS = 1.0
@@ -79,6 +98,8 @@ STOPPED_READER_SECONDS = 30.0
 #: A beater's clock behind this one's by more than this: its beats are never fresh
 #: enough to trust (failing closed, never open, on a skewed clock).
 CLOCK_SLACK_SECONDS = 0.05
+#: The longest a request waits for another thread's use of the listening connection.
+LOCK_WAIT_SECONDS = 0.005
 #: Transactions remembered as heard, for writers catching up.
 HEARD_KEPT = 10_000
 #: The most notifications one read of the socket hands to memory: under a flood the
@@ -91,7 +112,10 @@ _BEAT = (
     " THEN pg_snapshot_xmin(s) || ':' || pg_snapshot_xmin(s) || ':' ELSE s::text END),"
     " CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
     " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END,"
-    " pg_notification_queue_usage()"
+    " pg_notification_queue_usage(),"
+    " EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND classid = 0 AND objid = %s AND objsubid = 1)"
     " FROM (SELECT pg_current_snapshot() AS s) AS now"
 )
 
@@ -138,6 +162,9 @@ class Listener:
         self._attempt_backoff = TAKE_OVER_SECONDS
         self._blocked_since: dict[int, tuple[float, float]] = {}  # pid: (when, usage then)
         self._last_heard = time.monotonic()  # anything at all
+        self._wanted_at = float("-inf")  # when memory was last wanted here
+        self._busy = False  # this session holds BUSY_LOCK
+        self._someone_busy = False  # what the last beat saw
         self._warned = False
         #: Listening through a pooler (see the module's docstring): never trusted.
         self.pooled = False
@@ -179,17 +206,27 @@ class Listener:
         proven_at = self._proven_at
         return None if proven_at is None else time.time() - proven_at
 
+    def _want(self) -> None:
+        """Memory is wanted now: the thread asks for the fast beat if it has not yet."""
+        first = not self._busy and time.monotonic() - self._wanted_at > 0.01
+        self._wanted_at = time.monotonic()
+        if first:
+            os.write(self._wake_write, b"w")
+
     def trusted(self) -> bool:
         """Read what has arrived (no waiting), then whether memory may answer now."""
         if self._connection is None or self.pooled:
             return False
-        if self._lock.acquire(blocking=False):
-            try:
-                if not self._drain():
-                    return False
-            finally:
-                self._lock.release()
-        # Else another thread is reading: what it has finished is proof enough.
+        self._want()
+        # What another thread is reading or doing on the connection may be a change that
+        # this request must see: wait for it briefly, else the database answers.
+        if not self._lock.acquire(timeout=LOCK_WAIT_SECONDS):
+            return False
+        try:
+            if not self._drain():
+                return False
+        finally:
+            self._lock.release()
         age = self.proof_age()
         return age is not None and age < STALE_SECONDS
 
@@ -199,6 +236,7 @@ class Listener:
         and memory forgotten, if neither came. Not listening: nothing held is trusted,
         and listening again forgets it all, so there is nothing to wait for."""
         deadline = time.monotonic() + CATCH_UP_SECONDS
+        self._want()
         while self._connection is not None:
             if self._lock.acquire(blocking=False):
                 try:
@@ -226,7 +264,11 @@ class Listener:
             ):
                 continue
             now = time.monotonic()
-            wait = (self._next_beat if self.beating else self._last_beat + TAKE_OVER_SECONDS) - now
+            wait = (
+                self._next_beat if self.beating else self._last_beat + self._take_over_after()
+            ) - now
+            if self._busy:
+                wait = min(wait, self._wanted_at + IDLE_AFTER_SECONDS - now)
             try:
                 select.select(
                     [self._connection.fileno(), self._wake_read], [], [], max(wait, 0.001)
@@ -245,13 +287,40 @@ class Listener:
                 now = time.monotonic()
                 if self.pooled:
                     continue
+                wanted = now - self._wanted_at < IDLE_AFTER_SECONDS
+                if wanted != self._busy and not self._set_busy(wanted):
+                    continue
                 if self.beating:
-                    if now - max(self._last_beat, self._last_heard) > STEP_DOWN_SECONDS:
+                    quiet = now - max(self._last_beat, self._last_heard)
+                    if quiet > STEP_DOWN_SECONDS + self._interval():
                         self._step_down("it hears none of its own beats")
                     elif now >= self._next_beat:
                         self._beat(now)
-                elif now - self._last_beat > TAKE_OVER_SECONDS and now >= self._next_attempt:
+                elif now - self._last_beat > self._take_over_after() and now >= self._next_attempt:
                     self._take_over(now)
+
+    def _interval(self) -> float:
+        return BEAT_SECONDS if self._someone_busy or self._busy else IDLE_BEAT_SECONDS
+
+    def _take_over_after(self) -> float:
+        return TAKE_OVER_SECONDS if self._busy else IDLE_TAKE_OVER_SECONDS
+
+    def _set_busy(self, busy: bool) -> bool:
+        """Take (with a demand for the fast beat) or let go of :data:`BUSY_LOCK`; False if
+        the connection was lost. Under the lock."""
+        try:
+            if busy:
+                self._connection.execute(
+                    "SELECT pg_advisory_lock_shared(%s), pg_notify(%s, '')",
+                    (BUSY_LOCK, DEMAND_CHANNEL),
+                )
+            else:
+                self._connection.execute("SELECT pg_advisory_unlock_shared(%s)", (BUSY_LOCK,))
+        except Exception as error:
+            self._lose(error)
+            return False
+        self._busy = busy
+        return True
 
     def listen(self) -> bool:
         """Connect and listen (the thread does, and again after a loss); False if it cannot."""
@@ -291,6 +360,7 @@ class Listener:
             self._attempt_backoff = min(self._attempt_backoff * 2, 5.0)
             return
         try:
+            self._connection.execute(f"LISTEN {DEMAND_CHANNEL}")
             self._beat_connection = self._connect(BEAT_APPLICATION_NAME)
         except Exception as error:
             self._step_down(f"it cannot connect to beat ({error})")
@@ -301,14 +371,22 @@ class Listener:
         self._beat(now)
 
     def _beat(self, now: float) -> None:
-        self._next_beat = now + BEAT_SECONDS
         try:
             row = self._beat_connection.execute(
-                _BEAT, (BEAT_CHANNEL, f"{time.time():.6f}", QUEUE_USAGE_LIMIT, APPLICATION_NAME)
+                _BEAT,
+                (
+                    BEAT_CHANNEL,
+                    f"{time.time():.6f}",
+                    QUEUE_USAGE_LIMIT,
+                    APPLICATION_NAME,
+                    BUSY_LOCK,
+                ),
             ).fetchone()
         except Exception as error:
             self._step_down(f"its beat failed ({error})")
             return
+        self._someone_busy = row[3]
+        self._next_beat = now + self._interval()
         self._end_stopped_readers(now, row[1], row[2])
 
     def _end_stopped_readers(self, now: float, blocked: list[int] | None, usage: float) -> None:
@@ -344,6 +422,7 @@ class Listener:
             self._beat_connection = None
         if self._connection is not None:
             try:
+                self._connection.execute(f"UNLISTEN {DEMAND_CHANNEL}")
                 self._connection.execute("SELECT pg_advisory_unlock(%s)", (BEAT_LOCK,))
             except Exception as error:
                 self._lose(error)
@@ -363,6 +442,8 @@ class Listener:
                 heard += 1
                 if notification.channel == BEAT_CHANNEL:
                     self._heard_beat(notification.payload)
+                elif notification.channel == DEMAND_CHANNEL:
+                    self._someone_busy, self._next_beat = True, 0.0  # beat at once, and fast
                 else:
                     self._heard_change(notification.payload)
         except Exception as error:
@@ -430,5 +511,6 @@ class Listener:
                 except Exception:
                     pass
         self._beat_connection = self._connection = None
+        self._busy = self._someone_busy = False
         self._blocked_since.clear()
         self._forget_all(None)
