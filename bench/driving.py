@@ -41,14 +41,14 @@ def shape(answer: Any) -> Any:
 
 class Server:
     """``bench.site`` under gunicorn on one backend's seeded database (PostgreSQL:
-    ``pg_url``'s); ``name`` names its log, ``gunicorn_args`` are added to gunicorn's."""
+    ``pg_url``'s); ``name`` names its log (bench/out/gunicorn-NAME.log)."""
 
     def __init__(
         self,
         backend: str,
         secrets: dict[str, str],
         args: argparse.Namespace,
-        *gunicorn_args: str,
+        *,
         pg_url: str = PG_URL,
         name: str | None = None,
     ) -> None:
@@ -61,7 +61,6 @@ class Server:
             args.workers,
             "--log-level",
             "warning",
-            *gunicorn_args,
             app="bench.site.wsgi:application",
         )
 

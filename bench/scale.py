@@ -327,6 +327,8 @@ def measure_churn(
                     churn = Churn(base_url, key, group, plan.churn_rate, f"{SCALE}-new-{number}")
                 row = load.measure(phase, churn, burners)
                 results.churn.append(row)
+                if row.errors:
+                    results.notes.append(f"{phase}: {row.errors} errors or refusals")
                 if churn is not None and churn.failed:
                     results.notes.append(f"{phase}: {churn.failed} mints failed")
     finally:
@@ -365,7 +367,7 @@ class Load:
             f"{phase}: {row.rps:,.0f} verifications/s, {row.reads} reads of {row.ok} "
             f"verifications: {row.per_verification:.3f} each"
             + (f"; {row.minted:.1f} persons minted/s" if row.minted is not None else "")
-            + (f"; {row.refused} errors or refusals" if row.refused else "")
+            + (f"; {row.errors} errors or refusals" if row.errors else "")
         )
         return row
 

@@ -227,7 +227,7 @@ class ChurnRow:
     phase: str
     rps: float
     ok: int  # 200s
-    refused: int  # errors and other answers, which no live token should get
+    errors: int  # socket errors and refusals, which no live token should get
     reads: int  # scans of the denylist
     minted: float | None  # persons minted a second, when the phase mints
 
