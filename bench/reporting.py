@@ -198,6 +198,7 @@ def idle_table(results: ScaleResults) -> str:
         "commits/s, idle",
         "listening + beating server processes, % of one core",
         "of which the beat",
+        "wakes/s of each listening one",
         "the workers, % of one core",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -208,7 +209,7 @@ def idle_table(results: ScaleResults) -> str:
         lines.append(
             f"| {row.workers} ({row.listening}) | {verdict(flat, f'{row.commits:.1f}')} | "
             f"{verdict(cpu_met, f'{row.listen_cpu:.1f}')} | {row.beat_cpu:.1f} | "
-            f"{row.app_cpu:.1f} |"
+            f"{row.wakes:.1f} | {row.app_cpu:.1f} |"
         )
     return "\n".join(lines)
 

@@ -7,11 +7,13 @@ gunicorn (bench/driving.py's ``Server``) on loopback, wrk as the load:
 
 1. Idle cost, for each count of ``--workers``: wrk until every worker listens
    (``pg_stat_activity`` shows as many ``usergroups-listen`` sessions and a beat), then
-   ``--idle`` seconds of nothing: the database's commits a second
-   (``pg_stat_database.xact_commit``, read from the ``postgres`` database, so that reading
-   adds none) and the CPU of its listening and beating server processes, and of the
-   workers (utime + stime in /proc). A count the server has no connections free for (two
-   a worker and the beat) is skipped, and the report says so.
+   nothing: the database's commits a second (``pg_stat_database.xact_commit``, read from
+   the ``postgres`` database, so that reading adds none; every session ended at the edges
+   of the intervals, so that the listening ones' are counted: see ``measure_idle``), and,
+   over ``--idle`` seconds, the CPU of its listening and beating server processes and of
+   the workers (utime + stime in /proc) and how often each listening one is woken. A count
+   the server has no connections free for (two a worker and the beat) is skipped, and the
+   report says so.
 2. ``--live-tokens`` tokens of one group, each naming a person of its own, verified by wrk
    (bench/lua/tokens.lua) over 2 workers, ``--seconds`` once warm, in four phases: no
    writes; new persons of the same workspace minted through the API at ``--churn-rate`` a
@@ -64,7 +66,12 @@ from bench.scenarios import (
 from bench.workload import TARGET_ID
 from tests.support.deployment import manage
 from tests.support.http import call_api, exchange
-from tests.support.postgres import drop_database, listening_backends, recreate_database
+from tests.support.postgres import (
+    drop_database,
+    listening_backends,
+    recreate_database,
+    terminate_backends,
+)
 from usergroups.read_model.listening import BEAT_APPLICATION_NAME
 
 MINT = "/api/user/embed-token"
@@ -142,8 +149,31 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
     return used
 
 
-def share_of_a_core(before: dict[int, float], after: dict[int, float], seconds: float) -> float:
-    return 100 * sum(after[pid] - before[pid] for pid in after if pid in before) / seconds
+def process_status(pid: int) -> dict[str, int]:
+    """The numbers of /proc/<pid>/status (VmRSS in kB, voluntary_ctxt_switches...)."""
+    figures = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        label, _, value = line.partition(":")
+        if value.split() and value.split()[0].isdigit():
+            figures[label] = int(value.split()[0])
+    return figures
+
+
+def wakes(pids: list[int]) -> dict[int, float]:
+    """Each process's voluntary context switches: how often it went to sleep, so woke."""
+    counted = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            counted[pid] = float(process_status(pid)["voluntary_ctxt_switches"])
+    return counted
+
+
+def share_of_a_core(
+    before: dict[int, float], after: dict[int, float], seconds: float, pids: list[int]
+) -> float:
+    """The CPU ``pids`` used between the two readings, in % of one core."""
+    used = sum(after[pid] - before[pid] for pid in pids if pid in before and pid in after)
+    return 100 * used / seconds
 
 
 def denylist_reads(server: Server, site: argparse.Namespace, database: Any) -> int:
@@ -164,6 +194,13 @@ def denylist_reads(server: Server, site: argparse.Namespace, database: Any) -> i
 def measure_idle(
     workers: int, secrets: dict[str, str], url: str, name: str, plan: Plan, results: ScaleResults
 ) -> None:
+    """The idle site's commits a second, exactly: a listening session commits a
+    transaction each time a notification wakes it (PostgreSQL reads its queue in one), but
+    hands its counters to ``pg_stat_database`` only when it runs a statement of its own or
+    ends. So every session of the database is ended (``cut``) at the edges of two idle
+    intervals, a short and a long one (the listeners come back by themselves); the rate is
+    the difference of their commits over the difference of their lengths, which takes
+    away the coming back, the same in both. CPU and wakes: over the long one, once back."""
     with pg_connect("postgres") as admin:
         free, most = free_connections(admin)
         if free < 2 * workers + 1:
@@ -177,36 +214,76 @@ def measure_idle(
             return
         site = site_args(workers)
         with Server("postgres", secrets, site, pg_url=url, name=f"{SCALE}-{workers}") as server:
-            listening, beating = warm_every_worker(server, site, workers, name)
+            warm_every_worker(server, site, workers, name)
             time.sleep(SETTLE)
-            app = server.gunicorn.worker_pids()
-            started, commits_before = time.monotonic(), commits(admin, name)
-            cpu_before = cpu_seconds(listening + beating + app)
+            first = cut(admin, name)
+            listening_again(workers, name)
+            time.sleep(SETTLE)
+            second = cut(admin, name)
+            listening, beating = listening_again(workers, name)
+            time.sleep(SETTLE)
+            pids = {"listen": listening, "beat": beating, "app": server.gunicorn.worker_pids()}
+            began = time.monotonic()
+            cpu_before, wakes_before = cpu_seconds(sum(pids.values(), [])), wakes(listening)
             time.sleep(plan.idle)
-            seconds = time.monotonic() - started
-            commits_after = commits(admin, name)
-            cpu_after = cpu_seconds(listening + beating + app)
+            seconds = time.monotonic() - began
+            cpu_after, wakes_after = cpu_seconds(sum(pids.values(), [])), wakes(listening)
             still = len(listening_backends(name, admin_url=admin_url()))
-
-    def share(pids: list[int]) -> float:
-        return share_of_a_core(
-            {pid: cpu_before[pid] for pid in pids if pid in cpu_before}, cpu_after, seconds
-        )
-
+            third = cut(admin, name)
+    commits_long, commits_short = third[1] - second[1], second[1] - first[1]
     row = IdleRow(
         workers,
         still,
-        (commits_after - commits_before) / seconds,
-        share(listening + beating),
-        share(beating),
-        share(app),
+        (commits_long - commits_short) / ((third[0] - second[0]) - (second[0] - first[0])),
+        share_of_a_core(cpu_before, cpu_after, seconds, pids["listen"] + pids["beat"]),
+        share_of_a_core(cpu_before, cpu_after, seconds, pids["beat"]),
+        share_of_a_core(cpu_before, cpu_after, seconds, pids["app"]),
+        sum(wakes_after[pid] - wakes_before[pid] for pid in wakes_after if pid in wakes_before)
+        / max(1, len(wakes_after))
+        / seconds,
     )
     results.idle.append(row)
     log(
         f"idle, {workers} workers ({still} listening): {row.commits:.1f} commits/s; listening"
         f" and beating server processes {row.listen_cpu:.1f}% of a core (the beat"
-        f" {row.beat_cpu:.1f}%), the workers {row.app_cpu:.1f}%"
+        f" {row.beat_cpu:.1f}%), each listening one woken {row.wakes:.1f} times/s; the"
+        f" workers {row.app_cpu:.1f}%"
     )
+
+
+def cut(admin: Any, name: str) -> tuple[float, int]:
+    """End every session of ``name``: the moment, and its commits once each has ended
+    (and so handed over its counters)."""
+    started = admin.execute("SELECT now()").fetchone()[0]
+    terminate_backends(name, admin_url())
+    deadline = time.monotonic() + 10
+    while admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND backend_start <= %s",
+        (name, started),
+    ).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sessions of {name} outlived pg_terminate_backend")
+        time.sleep(0.02)
+    time.sleep(0.1)  # an ended session's counters are handed over as its process exits
+    return time.monotonic(), commits(admin, name)
+
+
+def listening_now(name: str) -> tuple[list[int], list[int]]:
+    """The server processes of ``name`` that listen, and the one that beats."""
+    listening = listening_backends(name, admin_url=admin_url())
+    return listening, listening_backends(name, BEAT_APPLICATION_NAME, admin_url())
+
+
+def listening_again(workers: int, name: str) -> tuple[list[int], list[int]]:
+    """Once every worker listens again after a ``cut`` (by itself), and one beats."""
+    deadline = time.monotonic() + 30
+    while True:
+        listening, beating = listening_now(name)
+        if len(listening) >= workers and beating:
+            return listening, beating
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(listening)} of {workers} workers listen again after a cut")
+        time.sleep(0.05)
 
 
 def warm_every_worker(
@@ -217,8 +294,7 @@ def warm_every_worker(
     deadline = time.monotonic() + 60 + workers
     while True:
         server.wrk(run, site, 1)
-        listening = listening_backends(name, admin_url=admin_url())
-        beating = listening_backends(name, BEAT_APPLICATION_NAME, admin_url())
+        listening, beating = listening_now(name)
         if len(listening) >= workers and beating:
             return listening, beating
         if time.monotonic() > deadline:
@@ -408,12 +484,8 @@ def verify_each(base_url: str, tokens: list[str], clients: int) -> Counter[int]:
 
 def resident(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (the peak) of a process, in bytes."""
-    figures = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        label, _, value = line.partition(":")
-        if label in ("VmRSS", "VmHWM"):
-            figures[label] = int(value.split()[0]) * 1024
-    return figures
+    status = process_status(pid)
+    return {label: status[label] * 1024 for label in ("VmRSS", "VmHWM")}
 
 
 def mint_memory_tokens(server: Server, api_key: str, plan: Plan) -> tuple[list[str], int]:

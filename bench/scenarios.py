@@ -220,6 +220,7 @@ class IdleRow:
     listen_cpu: float  # % of one core: the listening and beating server processes
     beat_cpu: float  # % of one core: the beating one alone
     app_cpu: float  # % of one core: the gunicorn workers
+    wakes: float  # a second, of each listening server process
 
 
 @dataclass

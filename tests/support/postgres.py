@@ -29,11 +29,11 @@ def drop_database(database: str, admin_url: str = ADMIN_URL) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
-def terminate_backends(database: str) -> int:
+def terminate_backends(database: str, admin_url: str = ADMIN_URL) -> int:
     """``pg_terminate_backend`` on every other connection to ``database``: how many went."""
     import psycopg
 
-    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
             " WHERE datname = %s AND pid <> pg_backend_pid()",
