@@ -91,8 +91,10 @@ clean:
 # make bench: the app against DRF's authtoken, django-rest-knox and simplejwt, served by
 # one site (bench/site) under gunicorn and loaded by wrk, on SQLite and PostgreSQL
 # (database `bench` at 127.0.0.1, created if missing; BENCH_PG_URL overrides); see
-# bench/__init__.py. Writes bench/RESULTS.md. BENCH_ARGS passes options, e.g.
-# BENCH_ARGS="--smoke" or BENCH_ARGS="--backends sqlite --only verify --profile verify".
+# bench/__init__.py; then the scale step, in a database of its own (`bench_scale`, dropped
+# after; bench/scale.py). Writes bench/RESULTS.md. BENCH_ARGS passes options, e.g.
+# BENCH_ARGS="--smoke", BENCH_ARGS="--backends sqlite --only verify --profile verify" or
+# BENCH_ARGS="--only scale".
 BENCH_ARGS ?=
 
 .PHONY: bench

@@ -23,11 +23,15 @@ After the rounds, on PostgreSQL, the propagation of a revocation under load (how
 revoked token is still served: by SQL, from the commit; through the API, from the
 answer); then the webhooks: one ``manage.py db_worker`` delivers the events of mints
 to a receiver in the bench process; its throughput, and the lag from commit to arrival.
+Last, on PostgreSQL, the scale step (bench/scale.py, issue 32), in a database of its own:
+the read model's idle cost at 2 to 64 workers, the verifications that read the database
+under churn and CPU pressure, and a worker's memory with 10,000 tokens of a large group.
 
 Modules, one job each: run.py (the command), datasets.py and seed.py (the databases),
 driving.py (the server, wrk, the rounds), scenarios.py (what is measured), propagation.py
-and webhooks.py (the steps after the rounds), profiling.py (``--profile``: py-spy on a worker), reporting.py (the
-tables, bench/RESULTS.md).
+and webhooks.py (the steps after the rounds), scale.py (the scale step, its own command
+too), profiling.py (``--profile``: py-spy on a worker), reporting.py (the tables,
+bench/RESULTS.md).
 """
 
 import time

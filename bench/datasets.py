@@ -24,15 +24,18 @@ PG_SCHEMA = "bench"
 SQLITE = OUT / "bench.sqlite3"
 
 
-def server_env(backend: str, prepare_threshold: int | None = None) -> dict[str, str]:
-    """The environment of ``bench.site`` on ``backend``'s database."""
+def server_env(
+    backend: str, prepare_threshold: int | None = None, pg_url: str = PG_URL
+) -> dict[str, str]:
+    """The environment of ``bench.site`` on ``backend``'s database (PostgreSQL: the schema
+    ``bench`` of ``pg_url``)."""
     extra = {}
     if backend == "postgres":
         extra["BENCH_PG_SCHEMA"] = PG_SCHEMA
         if prepare_threshold is not None:
             extra["DATABASE_PREPARE_THRESHOLD"] = str(prepare_threshold)
     return deployed_env(
-        PG_URL if backend == "postgres" else f"sqlite:///{SQLITE}",
+        pg_url if backend == "postgres" else f"sqlite:///{SQLITE}",
         "bench.site.settings",
         DJANGO_SECRET_KEY=SECRET,
         DJANGO_ALLOWED_HOSTS=f"{HOST},localhost",
@@ -53,7 +56,7 @@ def pg_available() -> bool:
     import psycopg
     from psycopg import sql
 
-    name = psycopg.conninfo.conninfo_to_dict(PG_URL)["dbname"]
+    name = database_name(PG_URL)
     try:
         with pg_connect("postgres") as conn:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
@@ -65,22 +68,29 @@ def pg_available() -> bool:
         return False
 
 
-def prepare(backend: str, groups: int) -> dict[str, str]:
-    """An empty database, migrated and seeded with ``groups`` groups; the secrets the
-    load generator sends."""
+def database_name(pg_url: str) -> str:
+    import psycopg
+
+    name: str = psycopg.conninfo.conninfo_to_dict(pg_url)["dbname"]
+    return name
+
+
+def prepare(backend: str, groups: int, pg_url: str = PG_URL) -> dict[str, str]:
+    """An empty database (PostgreSQL: the schema ``bench`` of ``pg_url``), migrated and
+    seeded with ``groups`` groups; the secrets the load generator sends."""
     started = time.monotonic()
     if backend == "sqlite":
         for suffix in ("", "-wal", "-shm"):
             SQLITE.with_name(SQLITE.name + suffix).unlink(missing_ok=True)
     else:
-        with pg_connect() as conn:
+        with pg_connect(database_name(pg_url)) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE")
             conn.execute(f"CREATE SCHEMA {PG_SCHEMA}")
-    env = server_env(backend)
+    env = server_env(backend, pg_url=pg_url)
     manage(env, "migrate", "--noinput", "-v0", timeout=None)
     seeded = run_python(env, "-m", "bench.seed", str(groups), timeout=None)
     if backend == "postgres":
-        with pg_connect() as conn:
+        with pg_connect(database_name(pg_url)) as conn:
             conn.execute("ANALYZE")  # the planner's statistics of the seeded tables
     secrets: dict[str, str] = json.loads(seeded.strip().splitlines()[-1])
     log(f"{backend}: {groups:,} groups seeded in {time.monotonic() - started:.0f} s")

@@ -10,7 +10,7 @@ import uuid
 from typing import Any
 
 from bench import BENCH, OUT, log
-from bench.datasets import server_env
+from bench.datasets import PG_URL, server_env
 from bench.profiling import profile
 from bench.propagation import measure_propagation
 from bench.scenarios import LABELS, PROPAGATION, WEBHOOKS, Results, Run, runs_for
@@ -40,12 +40,21 @@ def shape(answer: Any) -> Any:
 
 
 class Server:
-    """``bench.site`` under gunicorn on one backend's seeded database."""
+    """``bench.site`` under gunicorn on one backend's seeded database (PostgreSQL:
+    ``pg_url``'s); ``name`` names its log (bench/out/gunicorn-NAME.log)."""
 
-    def __init__(self, backend: str, secrets: dict[str, str], args: argparse.Namespace) -> None:
+    def __init__(
+        self,
+        backend: str,
+        secrets: dict[str, str],
+        args: argparse.Namespace,
+        *,
+        pg_url: str = PG_URL,
+        name: str | None = None,
+    ) -> None:
         self.backend, self.secrets = backend, secrets
-        self.env = server_env(backend, args.pg_prepare_threshold)
-        self.log_path = OUT / f"gunicorn-{backend}.log"
+        self.env = server_env(backend, args.pg_prepare_threshold, pg_url)
+        self.log_path = OUT / f"gunicorn-{name or backend}.log"
         self.gunicorn = Gunicorn(
             self.env,
             self.log_path,
@@ -102,9 +111,16 @@ class Server:
             )
 
     def wrk_command(
-        self, run: Run, args: argparse.Namespace, duration: float
+        self,
+        run: Run,
+        args: argparse.Namespace,
+        duration: float,
+        script_env: dict[str, str] | None = None,
     ) -> tuple[list[str], dict[str, str]]:
-        """The wrk command of ``run`` and its environment."""
+        """The wrk command of ``run`` and its environment; ``script_env``: what its script
+        reads instead of ``run.secret``'s credential (``tokens.lua``: BENCH_TOKENS)."""
+        if script_env is not None:
+            return self._wrk_argv(run, args, duration), {**os.environ, **script_env}
         env = {**os.environ, "BENCH_AUTH": self.authorization(run.secret)}
         if run.script == "get":
             env["BENCH_BODY"] = json.dumps(GET_BODY)
@@ -115,8 +131,11 @@ class Server:
         elif run.script == "rotate":  # a fresh group per run; the chain starts at its token
             body = {"user_group_id": f"chain-{uuid.uuid4().hex}"}
             env["BENCH_TOKEN"] = self.call("GET", run.path, run.secret, body)["user_group"]["token"]
+        return self._wrk_argv(run, args, duration), env
+
+    def _wrk_argv(self, run: Run, args: argparse.Namespace, duration: float) -> list[str]:
         connections = run.connections or args.connections
-        cmd = [
+        return [
             "wrk",
             f"-t{min(args.threads, connections)}",
             f"-c{connections}",
@@ -127,11 +146,16 @@ class Server:
             str(LUA / f"{run.script}.lua"),
             self.gunicorn.base_url + run.path,
         ]
-        return cmd, env
 
-    def wrk(self, run: Run, args: argparse.Namespace, duration: float) -> dict[str, Any]:
+    def wrk(
+        self,
+        run: Run,
+        args: argparse.Namespace,
+        duration: float,
+        script_env: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """One wrk run of ``run``; its figures (latencies in µs, req/s, errors)."""
-        cmd, env = self.wrk_command(run, args, duration)
+        cmd, env = self.wrk_command(run, args, duration, script_env)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=duration + 60)
         for line in done.stdout.splitlines():
             if line.startswith("BENCH_JSON "):

@@ -1,6 +1,7 @@
 """The report: the ratios against their targets (each with the p50 and p99 of both
 sides), the table of every run, 0.3's figures beside create and rotation, and the
-section of bench/RESULTS.md between its markers."""
+section of bench/RESULTS.md between its markers; the scale step's tables, in a section
+of their own."""
 
 import argparse
 import datetime
@@ -9,7 +10,21 @@ import platform
 import shlex
 
 from bench import BENCH
-from bench.scenarios import LABELS, RATIOS, RUNS, V03, Ratio, Results
+from bench.scenarios import (
+    IDLE_COMMITS,
+    IDLE_FLAT,
+    LABELS,
+    LISTEN_CPU,
+    LISTEN_CPU_AT,
+    RATIOS,
+    READ_MODEL_MAX_BYTES,
+    READS,
+    RUNS,
+    V03,
+    Ratio,
+    Results,
+    ScaleResults,
+)
 
 MARK_BEGIN = "<!-- BEGIN RESULTS (written by bench/run.py) -->"
 MARK_END = "<!-- END RESULTS -->"
@@ -118,6 +133,11 @@ def summary(results: Results, backends: list[str]) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
+def command(args: argparse.Namespace) -> str:
+    """The command of a run of bench/run.py, as ``make bench`` is given it."""
+    return "make bench" + (f" BENCH_ARGS={shlex.quote(args.raw)}" if args.raw else "")
+
+
 def write_results(
     results: Results,
     backends: list[str],
@@ -126,12 +146,10 @@ def write_results(
     loads: tuple[float, float],
 ) -> None:
     """Replaces the section of bench/RESULTS.md between its markers with this run's."""
-    command = "make bench" + (f" BENCH_ARGS={shlex.quote(args.raw)}" if args.raw else "")
     lines = [
-        MARK_BEGIN,
         "",
         f"Run of {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} on {platform.node()} "
-        f"({os.cpu_count()} cores, Python {platform.python_version()}), `{command}`, "
+        f"({os.cpu_count()} cores, Python {platform.python_version()}), `{command(args)}`, "
         f"{elapsed / 60:.1f} minutes; medians of {args.rounds} interleaved round"
         f"{'s' * (args.rounds != 1)} of {args.duration:g} s, "
         f"{args.workers} gunicorn workers, wrk {args.connections} connections"
@@ -150,8 +168,109 @@ def write_results(
     if webhooks := webhook_table(results, backends):
         lines += [webhooks, ""]
     lines += [f"- {line}" for line in against_v03(results, backends) + results.notes]
-    lines += ["", MARK_END]
+    replace_section(MARK_BEGIN, MARK_END, [*lines, ""])
+
+
+def replace_section(begin: str, end: str, lines: list[str]) -> None:
+    """Replaces what bench/RESULTS.md holds between the markers ``begin`` and ``end``."""
     path = BENCH / "RESULTS.md"
     text = path.read_text()
-    head, rest = text.split(MARK_BEGIN, 1)
-    path.write_text(head + "\n".join(lines) + rest.split(MARK_END, 1)[1])
+    head, rest = text.split(begin, 1)
+    path.write_text(head + "\n".join([begin, *lines, end]) + rest.split(end, 1)[1])
+
+
+# The scale step's (bench/scale.py), in a section of its own.
+
+SCALE_BEGIN = "<!-- BEGIN SCALE RESULTS (written by bench/scale.py) -->"
+SCALE_END = "<!-- END SCALE RESULTS -->"
+
+
+def verdict(met: bool, text: str) -> str:
+    return text if met else f"**{text} MISSED**"
+
+
+def idle_table(results: ScaleResults) -> str:
+    rows = sorted(results.idle, key=lambda row: row.workers)
+    if not rows:
+        return ""
+    head = [
+        "workers listening",
+        "commits/s, idle",
+        "listening + beating server processes, % of one core",
+        "of which the beat",
+        "wakes/s of each listening one",
+        "the workers, % of one core",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    fewest = rows[0].commits
+    for row in rows:
+        flat = row.commits <= IDLE_COMMITS and row.commits <= max(fewest, 1) * IDLE_FLAT
+        cpu_met = row.workers != LISTEN_CPU_AT or row.listen_cpu < LISTEN_CPU
+        lines.append(
+            f"| {row.workers} ({row.listening}) | {verdict(flat, f'{row.commits:.1f}')} | "
+            f"{verdict(cpu_met, f'{row.listen_cpu:.1f}')} | {row.beat_cpu:.1f} | "
+            f"{row.wakes:.1f} | {row.app_cpu:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def churn_table(results: ScaleResults) -> str:
+    if not results.churn:
+        return ""
+    head = [
+        "phase (2 workers)",
+        "verifications/s",
+        "verifications (200)",
+        "denylist reads",
+        "reads per verification",
+        "persons minted/s",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in results.churn:
+        per = row.per_verification
+        minted = "-" if row.minted is None else f"{row.minted:.1f}"
+        lines.append(
+            f"| {row.phase} | {row.rps:,.0f} | {row.ok:,} | {row.reads:,} | "
+            f"{verdict(per <= READS, f'{per:.3f}')} | {minted} |"
+        )
+    return "\n".join(lines)
+
+
+def memory_line(results: ScaleResults) -> str:
+    row = results.memory
+    if row is None:
+        return ""
+    within = row.growth <= READ_MODEL_MAX_BYTES
+    return (
+        f"Memory: {row.tokens:,} tokens of one group whose properties are "
+        f"{row.properties_bytes:,} bytes of JSON, each verified once by one worker "
+        f"({row.served:,} answered 200): resident {mib(row.rss_before)} MiB after the first "
+        f"100, {mib(row.rss_after)} MiB after all (peak {mib(row.peak)}): "
+        + verdict(within, f"+{mib(row.growth)} MiB")
+        + f" against READ_MODEL_MAX_BYTES {mib(READ_MODEL_MAX_BYTES)} MiB. The last "
+        f"{row.again:,} again: {row.again_reads} reads of the database."
+    )
+
+
+def scale_summary(results: ScaleResults) -> str:
+    parts = [idle_table(results), churn_table(results), memory_line(results)]
+    parts.append("\n".join(f"- {note}" for note in results.notes))
+    return "\n\n".join(part for part in parts if part)
+
+
+def write_scale_results(results: ScaleResults, command: str) -> None:
+    """Replaces the scale section of bench/RESULTS.md with this run's."""
+    plan, loads = results.plan, results.loads
+    head = (
+        f"Run of {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} on {platform.node()} "
+        f"({os.cpu_count()} cores, Python {platform.python_version()}), `{command}`, "
+        f"{results.elapsed / 60:.1f} minutes; idle {plan.idle:g} s at each count, verification runs "
+        f"of {plan.seconds:g} s after {plan.warm:g} s of warm-up, {plan.live_tokens} live "
+        f"tokens, persons minted at {plan.churn_rate:g}/s. Load average (1 min) at the start "
+        f"{loads[0]:.2f}, at the end {loads[1]:.2f}."
+    )
+    replace_section(SCALE_BEGIN, SCALE_END, ["", head, "", scale_summary(results), ""])
+
+
+def mib(size: int) -> str:
+    return f"{size / 2**20:.1f}"

@@ -4,6 +4,7 @@ in bench/__init__.py.
     python -m bench.run [--rounds 3] [--duration 4] [--backends sqlite,postgres] ...
     python -m bench.run --smoke                  # every step, briefly; writes nothing
     python -m bench.run --only verify --profile verify   # one scenario, and its profile
+    python -m bench.run --only scale             # the scale step alone (bench/scale.py)
 """
 
 import argparse
@@ -17,8 +18,9 @@ import time
 from bench import OUT, log
 from bench.datasets import pg_available, prepare
 from bench.driving import measure_backend
-from bench.reporting import summary, write_results
-from bench.scenarios import PROPAGATION, RUNS, WEBHOOKS, Results
+from bench.reporting import command, scale_summary, summary, write_results, write_scale_results
+from bench.scale import measure_scale
+from bench.scenarios import PROPAGATION, RUNS, SCALE, SCALE_SMOKE, WEBHOOKS, Plan, Results
 
 SCENARIOS = frozenset({run.key for run in RUNS})
 
@@ -50,11 +52,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS, PROPAGATION}),
+        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS, PROPAGATION, SCALE}),
         default=frozenset(),
-        help="scenarios (get, verify, mint, create, rotate, webhooks, propagation), e.g. "
-        "get,verify: an "
-        "A/B check of those alone; writes nothing",
+        help="scenarios (get, verify, mint, create, rotate, webhooks, propagation, scale), "
+        "e.g. get,verify: an A/B check of those alone; writes nothing",
     )
     parser.add_argument(
         "--profile",
@@ -72,8 +73,8 @@ def main() -> None:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="does every step run? 1 round of 1 s runs, 50 groups, 100 webhook events; "
-        "writes nothing",
+        help="does every step run? 1 round of 1 s runs, 50 groups, 100 webhook events, "
+        "the scale step briefly at 2 workers; writes nothing",
     )
     args = parser.parse_args()
     if args.smoke:
@@ -90,12 +91,22 @@ def main() -> None:
         backends.remove("postgres")  # and said so
     log(f"load average {load_start:.2f}; backends: {', '.join(backends)}")
     results = Results()
-    for backend in backends:
+    rounds = not args.only or bool(args.only - {SCALE})  # the scale step seeds its own
+    for backend in backends if rounds else []:
         measure_backend(backend, prepare(backend, args.groups), args, results)
-    print("\n" + summary(results, backends))
+    # PostgreSQL alone, in a database of its own, after the rounds.
+    scale = None
+    if "postgres" in backends and (not args.only or SCALE in args.only):
+        scale = measure_scale(SCALE_SMOKE if args.smoke else Plan())
+    if text := summary(results, backends):
+        print("\n" + text)
+    if scale is not None:
+        print("\n" + scale_summary(scale))
     if not args.no_write:
         elapsed = time.monotonic() - started
         write_results(results, backends, args, elapsed, (load_start, os.getloadavg()[0]))
+        if scale is not None:
+            write_scale_results(scale, command(args))
         log(f"bench/RESULTS.md written; {elapsed / 60:.1f} minutes in all")
 
 

@@ -62,9 +62,11 @@ LABELS = {
     "create": "create (a new group each request)",
     "rotate": "rotation chain, 1 connection",
 }
-# Not wrk runs: bench/webhooks.py and bench/propagation.py (PostgreSQL), after the rounds.
+# Not wrk runs: bench/webhooks.py and bench/propagation.py (PostgreSQL), after the rounds,
+# and bench/scale.py (PostgreSQL, a database of its own), after them.
 WEBHOOKS = "webhooks"
 PROPAGATION = "propagation"
+SCALE = "scale"
 
 
 @dataclass(frozen=True)
@@ -181,3 +183,82 @@ class Results:
     def median(self, backend: str, key: str, impl: str, metric: str) -> float | None:
         values = [r[metric] for r in self.runs.get((backend, key, impl), [])]
         return statistics.median(values) if values else None
+
+
+# The scale step (bench/scale.py): what it runs, its targets (issue 32), its results.
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the scale step runs (bench/scale.py's options, of the same names)."""
+
+    workers: tuple[int, ...] = (2, 8, 32, 64)  # the counts of the idle step
+    idle: float = 10  # seconds measured idle
+    warm: float = 2  # seconds of load before each measured verification run
+    seconds: float = 8  # of each measured verification run
+    live_tokens: int = 200
+    churn_rate: float = 10  # persons minted a second
+    burners: int = 4  # CPU-bound processes
+    memory_tokens: int = 10_000
+
+
+SCALE_SMOKE = Plan(workers=(2,), idle=2, warm=1, seconds=2, live_tokens=20, memory_tokens=300)
+
+IDLE_COMMITS = 60  # a second, at most, at every count of workers
+IDLE_FLAT = 1.2  # the most commits a second at any count over those at the fewest workers
+LISTEN_CPU = 5.0  # % of one core, the listening and beating server processes...
+LISTEN_CPU_AT = 32  # ...at this many workers
+READS = 0.05  # verifications that read the database, of each, once warm
+READ_MODEL_MAX_BYTES = 64 * 2**20  # usergroups/conf.py's default: the memory step's bound
+
+
+@dataclass
+class IdleRow:
+    workers: int
+    listening: int  # sessions at the end
+    commits: float  # a second
+    listen_cpu: float  # % of one core: the listening and beating server processes
+    beat_cpu: float  # % of one core: the beating one alone
+    app_cpu: float  # % of one core: the gunicorn workers
+    wakes: float  # a second, of each listening server process
+
+
+@dataclass
+class ChurnRow:
+    phase: str
+    rps: float
+    ok: int  # 200s
+    errors: int  # socket errors and refusals, which no live token should get
+    reads: int  # scans of the denylist
+    minted: float | None  # persons minted a second, when the phase mints
+
+    @property
+    def per_verification(self) -> float:
+        return self.reads / self.ok if self.ok else float("nan")
+
+
+@dataclass
+class MemoryRow:
+    tokens: int
+    properties_bytes: int
+    rss_before: int  # bytes, after the first hundred tokens
+    rss_after: int  # after every token
+    peak: int
+    served: int  # 200s
+    again: int  # 200s of the second pass
+    again_reads: int  # the denylist's scans in it
+
+    @property
+    def growth(self) -> int:
+        return self.rss_after - self.rss_before
+
+
+@dataclass
+class ScaleResults:
+    plan: Plan
+    idle: list[IdleRow] = field(default_factory=list)
+    churn: list[ChurnRow] = field(default_factory=list)
+    memory: MemoryRow | None = None
+    notes: list[str] = field(default_factory=list)
+    elapsed: float = 0.0  # seconds
+    loads: tuple[float, float] = (0.0, 0.0)  # the 1-minute load average, first and last

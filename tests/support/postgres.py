@@ -1,7 +1,8 @@
 """The machine's PostgreSQL, administered directly (never through a pooler): a database made
 anew for a run, dropped after it, and its backends terminated to inject a fault.
 
-Used by the fault and restart tests (.ci/) and the cluster (tests/support/cluster.py).
+Used by the fault and restart tests (.ci/), the cluster (tests/support/cluster.py) and the
+benchmark's scale step (bench/scale.py, whose server ``admin_url`` names).
 """
 
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -13,26 +14,26 @@ def direct_url(database: str) -> str:
     return f"postgres://postgres@{ADDRESS[0]}:{ADDRESS[1]}/{database}"
 
 
-def recreate_database(database: str) -> None:
+def recreate_database(database: str, admin_url: str = ADMIN_URL) -> None:
     import psycopg
 
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{database}"')
 
 
-def drop_database(database: str) -> None:
+def drop_database(database: str, admin_url: str = ADMIN_URL) -> None:
     import psycopg
 
-    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
-def terminate_backends(database: str) -> int:
+def terminate_backends(database: str, admin_url: str = ADMIN_URL) -> int:
     """``pg_terminate_backend`` on every other connection to ``database``: how many went."""
     import psycopg
 
-    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         rows = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
             " WHERE datname = %s AND pid <> pg_backend_pid()",
@@ -41,16 +42,19 @@ def terminate_backends(database: str) -> int:
     return sum(1 for (done,) in rows if done)
 
 
-def listening_backends(database: str) -> list[int]:
-    """The backends of ``database`` the read model listens on (its application name)."""
+def listening_backends(
+    database: str, application_name: str | None = None, admin_url: str = ADMIN_URL
+) -> list[int]:
+    """The backends of ``database`` the read model listens on (its application name), or
+    those named ``application_name`` (the beat's)."""
     import psycopg
 
     from usergroups.read_model.listening import APPLICATION_NAME
 
-    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND datname = %s",
-            (APPLICATION_NAME, database),
+            (application_name or APPLICATION_NAME, database),
         ).fetchall()
     return [pid for (pid,) in rows]
 
