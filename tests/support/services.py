@@ -16,6 +16,7 @@ tests at their own (or at nothing, to see the skip):
 - ``postgresql``: the machine's PostgreSQL (tests/support/postgres.py), for the live tests
   that run a server on a database of their own there whatever ``DATABASE_URL`` says.
 - ``pgbouncer``: Debian's ``pgbouncer`` on PATH (tests/support/pgbouncer.py starts one).
+- ``prometheus``: Debian's ``prometheus`` on PATH (tests/support/prometheus.py starts one).
 """
 
 import functools
@@ -68,11 +69,18 @@ def _pgbouncer_missing() -> str | None:
     return "no pgbouncer on PATH (apt-get install pgbouncer)"
 
 
+def _prometheus_missing() -> str | None:
+    if shutil.which("prometheus"):
+        return None
+    return "no prometheus on PATH (apt-get install prometheus)"
+
+
 _PROBES = {
     "redis": _redis_missing,
     "chromium": _chromium_missing,
     "postgresql": _postgresql_missing,
     "pgbouncer": _pgbouncer_missing,
+    "prometheus": _prometheus_missing,
 }
 
 
