@@ -10,8 +10,8 @@ multiprocess mode: it adds up every process's file. ``example_project/gunicorn.c
 empties the directory when gunicorn starts and forgets a dead worker's gauges.
 
 The OpenTelemetry exporter alone serves one process's metrics, and prometheus_client's
-multiprocess mode takes only its own metric classes (docs/observability.md says why this
-way). So here is the one link between them, :class:`ProcessFile`: samples as the exporter
+multiprocess mode takes only its own metric classes (docs/deployment.md, "Metrics", says
+why this way). So here is the one link between them, :class:`ProcessFile`: samples as the exporter
 names them, written with prometheus_client's multiprocess values.
 """
 
