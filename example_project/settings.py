@@ -2,19 +2,22 @@
 
 ``DATABASE_URL`` picks the database (SQLite file in the repo root by default;
 ``postgres://…`` and ``mysql://…`` work too). ``DJANGO_HTTPS=true`` turns on what
-``check --deploy`` asks of a site behind a TLS-terminating proxy.
+``check --deploy`` asks of a site behind a TLS-terminating proxy. ``DJANGO_METRICS=true``
+serves the metrics of every process at ``/metrics`` (``example_project/metrics.py``).
 """
 
 import os
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env(
     DJANGO_DEBUG=(bool, False),
     DJANGO_HTTPS=(bool, False),
+    DJANGO_METRICS=(bool, False),
     DJANGO_ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost", "[::1]"]),
 )
 
@@ -46,6 +49,19 @@ INSTALLED_APPS = [
     "example_project.demo",  # manage.py demo_setup, for make demo
     "example_project.dashboards",  # the embed flow: /demo/, /embed/dashboard/
 ]
+
+# The OpenTelemetry SDK in every process, all of their metrics at /metrics: each process
+# writes its own file into PROMETHEUS_MULTIPROC_DIR, which gunicorn.conf.py makes (or
+# empties) before the workers start; another server must name an empty directory.
+METRICS = env("DJANGO_METRICS")
+METRICS_INTERVAL_SECONDS = env.float("DJANGO_METRICS_INTERVAL_SECONDS", default=5.0)
+if METRICS:
+    if not os.path.isdir(os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")):
+        raise ImproperlyConfigured(
+            "DJANGO_METRICS=true needs PROMETHEUS_MULTIPROC_DIR to name a directory (run "
+            "gunicorn with -c example_project/gunicorn.conf.py, which makes one)."
+        )
+    INSTALLED_APPS.append("example_project.metrics.MetricsConfig")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
@@ -21,3 +22,12 @@ urlpatterns = [
     # The embed flow, visible: customer site, embedded dashboard, its data endpoint.
     path("", include("example_project.dashboards.urls")),
 ]
+
+if settings.METRICS:
+    from prometheus_client.django import PrometheusDjangoView
+
+    # Every process's metrics (example_project/metrics.py), for Prometheus only: a proxy in
+    # front must not route /metrics from the internet.
+    urlpatterns.append(
+        path("metrics", PrometheusDjangoView.as_view(multiprocess_mode=True), name="metrics")
+    )

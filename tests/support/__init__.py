@@ -20,6 +20,8 @@ another test module or a conftest.
 - :mod:`tests.support.ledger` and :mod:`tests.support.load`: load from clients that keep a
   ledger of what the server told them, checked against the database after faults (the
   fault test in .ci/ and the cluster's).
+- :mod:`tests.support.prometheus`: Debian's Prometheus scraping a live server, and its
+  query API (tests/test_metrics_live.py).
 - :mod:`tests.support.postgres`: the machine's PostgreSQL administered directly (a run's
   database, its groups read with SQL, its backends terminated).
 - :mod:`tests.support.cluster`: three app hosts behind HAProxy on PgBouncer and Redis,

@@ -18,6 +18,7 @@ tests at their own (or at nothing, to see the skip):
 - ``pgbouncer``: Debian's ``pgbouncer`` on PATH (tests/support/pgbouncer.py starts one).
 - ``npm``: ``node`` and ``npm`` (with ``npx``) on PATH, and the npm registry for
   ``npm ci`` (tests/test_embed_types.py type-checks embed.d.ts with TypeScript).
+- ``prometheus``: Debian's ``prometheus`` on PATH (tests/support/prometheus.py starts one).
 """
 
 import functools
@@ -77,12 +78,19 @@ def _npm_missing() -> str | None:
     return f"no {', '.join(absent)} on PATH (apt-get install nodejs npm)"
 
 
+def _prometheus_missing() -> str | None:
+    if shutil.which("prometheus"):
+        return None
+    return "no prometheus on PATH (apt-get install prometheus)"
+
+
 _PROBES = {
     "redis": _redis_missing,
     "chromium": _chromium_missing,
     "postgresql": _postgresql_missing,
     "pgbouncer": _pgbouncer_missing,
     "npm": _npm_missing,
+    "prometheus": _prometheus_missing,
 }
 
 

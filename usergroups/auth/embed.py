@@ -25,6 +25,7 @@ from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 
+from usergroups import telemetry
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
 from usergroups.auth.principal import GroupPrincipal
 from usergroups.embed import tokens
@@ -96,6 +97,17 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
     }
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        try:
+            result = self.checked(request)
+        except EmbedRefusal as refusal:
+            telemetry.embed_verifications.add(1, {"outcome": "refused", "code": refusal.error_code})
+            raise
+        if result is not None:
+            telemetry.embed_verifications.add(1, {"outcome": "verified"})
+        return result
+
+    def checked(self, request: Request) -> tuple[GroupPrincipal, EmbedGrant] | None:
+        """The token and what it is bound to, then the request's origin and resource."""
         result = super().authenticate(request)
         if result is None:
             return None
