@@ -20,6 +20,11 @@ from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
+#: Packages of the test extra released in lockstep with a runtime requirement, each
+#: requiring exactly its version: pinned to that requirement's floor beside it, else
+#: ``pip check`` fails (the OpenTelemetry SDK requires its own version of the API).
+LOCKSTEP = {"opentelemetry-api": ["opentelemetry-sdk"]}
+
 
 def floors(extras: list[str]) -> list[str]:
     project = tomllib.loads(PYPROJECT.read_text())["project"]
@@ -37,6 +42,7 @@ def floors(extras: list[str]) -> list[str]:
         if len(lowest) != 1:
             raise SystemExit(f"{text!r} in pyproject.toml has no single >= floor")
         pins.append(f"{requirement.name}{_extras(requirement)}=={lowest[0]}")
+        pins += [f"{companion}=={lowest[0]}" for companion in LOCKSTEP.get(requirement.name, [])]
     return pins
 
 
