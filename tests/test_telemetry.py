@@ -283,7 +283,7 @@ def test_the_read_models_answers_and_what_it_forgot(telemetry_reader):
 
 
 READ_MODEL_GAUGES = {
-    "usergroups.read_model.listening": "1",
+    "usergroups.read_model.listening": "{process}",
     "usergroups.read_model.proof.age": "s",
     "usergroups.read_model.memory.entries": "{entry}",
     "usergroups.read_model.memory.usage": "By",
@@ -303,7 +303,7 @@ def test_the_read_models_gauges_read_the_callback_it_registers(telemetry_reader)
             }
 
         assert gauges() == {
-            "usergroups.read_model.listening": (1, "1"),
+            "usergroups.read_model.listening": (1, "{process}"),
             "usergroups.read_model.proof.age": (1.5, "s"),
             "usergroups.read_model.memory.entries": (7, "{entry}"),
             "usergroups.read_model.memory.usage": (4096, "By"),
@@ -311,7 +311,7 @@ def test_the_read_models_gauges_read_the_callback_it_registers(telemetry_reader)
         state.update(listening=False, proof_age_seconds=None)
         telemetry_reader.start()
         assert gauges() == {
-            "usergroups.read_model.listening": (0, "1"),
+            "usergroups.read_model.listening": (0, "{process}"),
             "usergroups.read_model.memory.entries": (7, "{entry}"),
             "usergroups.read_model.memory.usage": (4096, "By"),
         }  # no proof yet: nothing to say of its age

@@ -204,8 +204,8 @@ def _read_model_gauge(field: str, convert: Callable[[Any], float]) -> Any:
 meter.create_observable_gauge(
     "usergroups.read_model.listening",
     callbacks=[_read_model_gauge("listening", int)],
-    unit="1",
-    description="1 while this process listens to the database, else 0.",
+    unit="{process}",
+    description="1 while this process listens to the database, else 0: summed, the processes listening.",
 )
 meter.create_observable_gauge(
     "usergroups.read_model.proof.age",
