@@ -119,7 +119,9 @@ audit_write_duration = meter.create_histogram(
 )
 
 
-def _with_workspace(attributes: dict[str, AttributeValue], workspace_id: int | None) -> Any:
+def _with_workspace(
+    attributes: dict[str, AttributeValue], workspace_id: int | None
+) -> dict[str, AttributeValue]:
     if workspace_id is not None and usergroups_settings.TELEMETRY_WORKSPACE is True:
         attributes[WORKSPACE] = workspace_id
     return attributes
@@ -157,11 +159,6 @@ def _type_name(error: BaseException) -> str:
 
 # --- The read model (usergroups.read_model) -------------------------------------------
 
-#: The reasons the read model forgets: what a change named, or everything.
-FORGET_REASONS = frozenset(
-    {"group", "person", "key", "workspace", "denylist", "webhooks", "all", "connection_lost"}
-)
-
 
 def read_model_answered(read: str, source: str) -> None:
     """A read of the read model (``read``: its name) answered by ``source``: ``"memory"``
@@ -170,28 +167,30 @@ def read_model_answered(read: str, source: str) -> None:
 
 
 def read_model_forgot(reason: str, entries: int) -> None:
-    """The read model forgot ``entries`` answers for ``reason`` (:data:`FORGET_REASONS`)."""
+    """The read model forgot ``entries`` answers for ``reason``: what the change named
+    (``group``, ``person``, ``key``, ``workspace``, ``denylist``, ``webhooks``), ``all``,
+    or ``connection_lost``."""
     read_model_forgotten.add(entries, {REASON: reason})
 
 
 #: What the read layer registers: called at each collection, it answers a mapping of
 #: ``listening`` (bool), ``proof_age_seconds`` (float, or None before any proof),
 #: ``entries`` (int) and ``bytes`` (int), or None when the process has no read model.
-_read_model_state: "StateCallback | None" = None
-
-
 StateCallback = Callable[[], Mapping[str, Any] | None]
+_read_model_state: StateCallback | None = None
 
 
 def observe_read_model(callback: StateCallback | None) -> StateCallback | None:
-    """Have the read model's gauges read ``callback`` (see :data:`_read_model_state`);
-    the callback it replaces."""
+    """Have the read model's gauges read ``callback`` (see :data:`StateCallback`); the
+    callback it replaces."""
     global _read_model_state
     replaced, _read_model_state = _read_model_state, callback
     return replaced
 
 
-def _read_model_gauge(field: str, convert: Callable[[Any], float]) -> Any:
+def _read_model_gauge(
+    field: str, convert: Callable[[Any], float]
+) -> Callable[[CallbackOptions], Iterable[Observation]]:
     def observe(options: CallbackOptions) -> Iterable[Observation]:
         state = _read_model_state() if _read_model_state is not None else None
         if state is None or state.get(field) is None:
@@ -205,7 +204,7 @@ meter.create_observable_gauge(
     "usergroups.read_model.listening",
     callbacks=[_read_model_gauge("listening", int)],
     unit="{process}",
-    description="1 while this process listens to the database, else 0: summed, the processes listening.",
+    description="1 while this process listens to the database, else 0.",
 )
 meter.create_observable_gauge(
     "usergroups.read_model.proof.age",
@@ -235,12 +234,9 @@ def minted(workspace_id: int, *, end_user: bool) -> None:
     mints.add(1, _with_workspace({END_USER: end_user}, workspace_id))
 
 
-#: The axes a revocation takes (the revoke endpoint's, and an API key's).
-AXES = frozenset({"user_group", "end_user", "embed_token", "all", "api_key"})
-
-
 def revoked(axis: str, workspace_id: int) -> None:
-    """Embed tokens revoked on ``axis`` (:data:`AXES`)."""
+    """Embed tokens revoked on ``axis``: ``user_group``, ``end_user``, ``embed_token``,
+    ``all`` (the revoke endpoint's), or ``api_key``."""
     revocations.add(1, _with_workspace({AXIS: axis}, workspace_id))
 
 
