@@ -20,10 +20,10 @@ from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
-#: Packages of the test extra released in lockstep with a runtime requirement, each
-#: requiring exactly its version: pinned to that requirement's floor beside it, else
-#: ``pip check`` fails (the OpenTelemetry SDK requires its own version of the API).
-LOCKSTEP = {"opentelemetry-api": ["opentelemetry-sdk"]}
+#: Packages of the extras released in lockstep with the OpenTelemetry API, each requiring
+#: the API's exact version (or the SDK's): pinned at the floor their extra declares,
+#: beside the API's, else ``pip check`` fails on the newest of them.
+LOCKSTEP = {"opentelemetry-sdk", "opentelemetry-exporter-prometheus"}
 
 
 def floors(extras: list[str]) -> list[str]:
@@ -31,6 +31,14 @@ def floors(extras: list[str]) -> list[str]:
     requirements = list(project["dependencies"])
     for extra in extras:
         requirements += project["optional-dependencies"][extra]
+    requirements += sorted(
+        {
+            text
+            for group in project["optional-dependencies"].values()
+            for text in group
+            if Requirement(text).name in LOCKSTEP and text not in requirements
+        }
+    )
     pins = []
     for text in requirements:
         requirement = Requirement(text)
@@ -42,7 +50,6 @@ def floors(extras: list[str]) -> list[str]:
         if len(lowest) != 1:
             raise SystemExit(f"{text!r} in pyproject.toml has no single >= floor")
         pins.append(f"{requirement.name}{_extras(requirement)}=={lowest[0]}")
-        pins += [f"{companion}=={lowest[0]}" for companion in LOCKSTEP.get(requirement.name, [])]
     return pins
 
 
