@@ -20,12 +20,25 @@ from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
+#: Packages of the extras released in lockstep with the OpenTelemetry API, each requiring
+#: the API's exact version (or the SDK's): pinned at the floor their extra declares,
+#: beside the API's, else ``pip check`` fails on the newest of them.
+LOCKSTEP = {"opentelemetry-sdk", "opentelemetry-exporter-prometheus"}
+
 
 def floors(extras: list[str]) -> list[str]:
     project = tomllib.loads(PYPROJECT.read_text())["project"]
     requirements = list(project["dependencies"])
     for extra in extras:
         requirements += project["optional-dependencies"][extra]
+    requirements += sorted(
+        {
+            text
+            for group in project["optional-dependencies"].values()
+            for text in group
+            if Requirement(text).name in LOCKSTEP and text not in requirements
+        }
+    )
     pins = []
     for text in requirements:
         requirement = Requirement(text)

@@ -12,6 +12,7 @@ from tests.support.api import client_for
 from tests.support.factories import APIKeyFactory, UserGroupFactory, WorkspaceFactory
 from tests.support.leaks import audit_event_leaks
 from tests.support.log_guard import SecretLogGuard
+from tests.support.telemetry import RecordedTelemetry, installed
 from usergroups import read_model
 from usergroups.models import APIKey, UserGroup, Workspace
 
@@ -31,14 +32,27 @@ DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequen
 def pytest_runtest_call(item):
     """After every test that used the database, while what it wrote is still there: no
     audit event holds a secret's shape (CONTRACT section 8: a token is named by its
-    ``jti``, a key by its prefix), whichever door of the app wrote it."""
+    ``jti``, a key by its prefix), whichever door of the app wrote it; and after a test
+    that read the telemetry, no metric attribute or span holds one either."""
     result = yield
     if item.get_closest_marker("any_text"):
         return result  # the caller's own text, which may take a secret's shape
+    if "telemetry_reader" in item.fixturenames:
+        leaks = installed().leaks()
+        assert not leaks, f"telemetry holds secrets: {leaks}"
     if DATABASE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("django_db"):
         leaks = audit_event_leaks()
         assert not leaks, f"audit events hold secrets: {leaks}"
     return result
+
+
+@pytest.fixture
+def telemetry_reader() -> RecordedTelemetry:
+    """What the app's instruments and spans record during the test, read as a host's
+    OpenTelemetry SDK would (its in-memory metric reader and span exporter)."""
+    recorded = installed()
+    recorded.start()
+    return recorded
 
 
 @pytest.fixture

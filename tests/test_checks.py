@@ -169,6 +169,7 @@ PROBLEMS = {
     "bad embed setting": {"USERGROUPS": {"EMBED_TOKEN_AUDIENCE": ""}},
     "bad webhook setting": {"USERGROUPS": {"WEBHOOK_TIMEOUT_SECONDS": 0}},
     "bad read model setting": {"USERGROUPS": {"READ_MODEL": "yes"}},
+    "bad telemetry setting": {"USERGROUPS": {"TELEMETRY_WORKSPACE": 1}},
     "read model that cannot listen": {
         "DATABASES": {
             "default": {
@@ -413,6 +414,12 @@ def test_e003_bad_audit_retention(value):
             "usergroups.E012",
             "USERGROUPS['LISTEN_DATABASE'] must name a database of DATABASES.",
             "See the read model in docs/settings.md.",
+        ),
+        (
+            {"TELEMETRY_WORKSPACE": "yes"},
+            "usergroups.E013",
+            "USERGROUPS['TELEMETRY_WORKSPACE'] must be True or False.",
+            "See docs/observability.md.",
         ),
     ],
 )

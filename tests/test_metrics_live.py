@@ -128,12 +128,16 @@ def test_prometheus_counts_every_workers_verifications(tmp_path):
             increase = prometheus.query(f"sum(increase({VERIFICATIONS}[{window}]))", at=after)
             assert float(increase[0]["value"][1]) == burst
             by_outcome = prometheus.query(
-                f"sum by (outcome) (increase({VERIFICATIONS}[{window}]))", at=after
+                f"sum by (usergroups_outcome) (increase({VERIFICATIONS}[{window}]))", at=after
             )
-            assert {r["metric"]["outcome"]: float(r["value"][1]) for r in by_outcome} == {
-                "verified": sent["verified"],
+            assert {
+                r["metric"]["usergroups_outcome"]: float(r["value"][1]) for r in by_outcome
+            } == {
+                "accepted": sent["verified"],
                 "refused": sent["refused"],
             }
-            refused = prometheus.query(f'{VERIFICATIONS}{{outcome="refused"}}')
-            assert [r["metric"]["code"] for r in refused] == ["authentication_failed"]
+            refused = prometheus.query(f'{VERIFICATIONS}{{usergroups_outcome="refused"}}')
+            assert [r["metric"]["usergroups_refusal_code"] for r in refused] == [
+                "authentication_failed"
+            ]
     assert "Traceback" not in site.log(), site.log()[-5000:]

@@ -343,3 +343,9 @@ def check_listening_connection(
             id="usergroups.W006",
         )
     ]
+
+
+@register(Tags.compatibility)
+def check_telemetry_settings(app_configs: Any, **kwargs: Any) -> Sequence[CheckMessage]:
+    """The telemetry settings (docs/observability.md)."""
+    return _refused(id="usergroups.E013", hint="See docs/observability.md.")

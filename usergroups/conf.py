@@ -142,6 +142,8 @@ SETTINGS: dict[str, Setting] = {
     "LISTEN_DATABASE": Setting(None, Takes("usergroups.E012", "must name a database of DATABASES",
             lambda value: value is None or isinstance(value, str) and value in settings.DATABASES),
         'The database alias each process listens through; `None`: `"default"`.'),
+    "TELEMETRY_WORKSPACE": Setting(False, flag("usergroups.E013"),
+        "`True` adds the workspace's id to the metrics that can name one: a series per workspace."),
 }
 # fmt: on
 

@@ -39,7 +39,10 @@ KEYWORD = "Embed"
 
 class EmbedRefusal(ContractFailure):
     """An embed token refused: the contract's failure body with its ``code`` under any
-    exception handler (:class:`~usergroups.errors.failures.ContractFailure`)."""
+    exception handler (:class:`~usergroups.errors.failures.ContractFailure`). ``reason``
+    says which check refused it, finer than the code, for telemetry only."""
+
+    reason = "invalid"
 
 
 class EmbedAuthenticationFailed(EmbedRefusal):
@@ -52,9 +55,13 @@ class EmbedAuthenticationFailed(EmbedRefusal):
     default_detail = _("Invalid embed token.")
     default_code = "authentication_failed"
 
-    def __init__(self, detail: Any = None, code: str | None = None) -> None:
+    def __init__(
+        self, detail: Any = None, code: str | None = None, *, reason: str | None = None
+    ) -> None:
         super().__init__(detail, code)
         self.auth_header = f'{KEYWORD} error="{self.error_code}"'  # DRF's handler sends it
+        if reason is not None:
+            self.reason = reason
 
 
 class EmbedTokenExpired(EmbedAuthenticationFailed):
@@ -62,16 +69,19 @@ class EmbedTokenExpired(EmbedAuthenticationFailed):
 
     default_detail = _("The embed token has expired.")
     default_code = "token_expired"
+    reason = "expired"
 
 
 class OriginNotAllowed(EmbedRefusal, PermissionDenied):
     default_detail = _("The embed token is locked to another origin.")
     default_code = "origin_not_allowed"
+    reason = "origin"
 
 
 class ResourceNotAllowed(EmbedRefusal, PermissionDenied):
     default_detail = _("The embed token was minted for another resource.")
     default_code = "permission_denied"
+    reason = "resource"
 
 
 def view_resource(request: Request) -> str | None:
@@ -97,17 +107,23 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
     }
 
     def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        """The principal and grant of the request's embed token, timed and counted
+        (:mod:`usergroups.telemetry`); None without one."""
+        since = telemetry.started()
         try:
-            result = self.checked(request)
+            result = self.verify(request)
         except EmbedRefusal as refusal:
-            telemetry.embed_verifications.add(1, {"outcome": "refused", "code": refusal.error_code})
+            telemetry.verification_refused(since, refusal.error_code, refusal.reason)
+            raise
+        except Exception as error:
+            telemetry.verification_failed(since, error)
             raise
         if result is not None:
-            telemetry.embed_verifications.add(1, {"outcome": "verified"})
+            telemetry.verification_accepted(since, result[1].group.workspace_id)
         return result
 
-    def checked(self, request: Request) -> tuple[GroupPrincipal, EmbedGrant] | None:
-        """The token and what it is bound to, then the request's origin and resource."""
+    def verify(self, request: Request) -> tuple[GroupPrincipal, EmbedGrant] | None:
+        """:meth:`authenticate` without telemetry."""
         result = super().authenticate(request)
         if result is None:
             return None
@@ -128,11 +144,13 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
             raise EmbedTokenExpired() from None
         except tokens.OriginRequired:
             raise EmbedAuthenticationFailed(
-                _("This embed token names no origin, which this site requires.")
+                _("This embed token names no origin, which this site requires."),
+                reason="origin_required",
             ) from None
         except verification.TokenRevoked:
             raise EmbedAuthenticationFailed(
-                _("This embed token has been revoked, or its user group deleted.")
+                _("This embed token has been revoked, or its user group deleted."),
+                reason="revoked",
             ) from None
         except tokens.InvalidEmbedToken:
             raise EmbedAuthenticationFailed() from None

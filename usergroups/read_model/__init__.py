@@ -29,7 +29,9 @@ from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.dispatch import receiver
 
+from usergroups import telemetry
 from usergroups.conf import usergroups_settings
+from usergroups.read_model.changes import Change
 from usergroups.read_model.listening import APPLICATION_NAME, BEAT_LOCK, Listener
 from usergroups.read_model.memory import Memory
 
@@ -83,6 +85,22 @@ def connect(application_name: str) -> Any:
     return psycopg.connect(**params)
 
 
+def _forgot(change: Change | None, entries: int) -> None:
+    telemetry.read_model_forgot("connection_lost" if change is None else change.reason, entries)
+
+
+def _state() -> dict[str, Any] | None:
+    listener = _own_listener()
+    if listener is None:
+        return None
+    return {
+        "listening": listener.listening,
+        "proof_age_seconds": listener.proof_age(),
+        "entries": len(listener.memory),
+        "bytes": listener.memory.bytes,
+    }
+
+
 def process_listener() -> Listener:
     """This process's listener, started on first use (after a fork, anew)."""
     global _process_listener, _process_id
@@ -94,7 +112,7 @@ def process_listener() -> Listener:
             memory = Memory(
                 usergroups_settings.READ_MODEL_MAX_ENTRIES, usergroups_settings.READ_MODEL_MAX_BYTES
             )
-            listener = Listener(connect, memory)
+            listener = Listener(connect, memory, _forgot)
             listener.start()
             _process_listener, _process_id = listener, os.getpid()
     return _process_listener
@@ -139,6 +157,9 @@ def stop() -> None:
         _process_listener, _process_id = None, None
     if listener is not None and ours:  # a parent's, inherited by a fork, is not ours to stop
         listener.stop()
+
+
+telemetry.observe_read_model(_state)
 
 
 @receiver(setting_changed)

@@ -249,7 +249,7 @@ class Listener:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 logger.warning("The read model did not hear its own write: reading the database")
-                self._forget_all(None)
+                self._forget_all(EVERYTHING)
                 return False
             with self._heard:
                 self._heard.wait(min(remaining, 0.002))
@@ -479,7 +479,7 @@ class Listener:
             if len(self._heard_xids) > HEARD_KEPT:
                 self._heard_xids.popitem(last=False)
         if change is EVERYTHING:
-            self._forget_all(None)
+            self._forget_all(EVERYTHING)
         else:
             forgotten = self.memory.forget(change.dependency)
             if self._forgot is not None:

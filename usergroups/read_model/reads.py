@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from django.db import router
 from django.db.models import Model
 
+from usergroups import telemetry
 from usergroups.embed.grant import EmbedGrant
 from usergroups.models import APIKey, UserGroup, Webhook
 from usergroups.read_model import changes, enabled, trusted_memory
@@ -66,12 +67,13 @@ class Read(Generic[T]):
         using = self.database()
         memory = trusted_memory(using)
         if memory is None:
-            return load(using)
+            return self._load(load, using)
         held = memory.get((self.name, key))
         if held is not MISSING:
+            telemetry.read_model_answered(self.name, "memory")
             return held if self.hand_out is None else self.hand_out(held)
         mark = memory.mark()
-        answer = load(using)
+        answer = self._load(load, using)
         if answer is None:
             return None
         part = None
@@ -91,6 +93,11 @@ class Read(Generic[T]):
             part,
         )
         return answer if self.hand_out is None else self.hand_out(answer)
+
+    def _load(self, load: Callable[[str], T | None], using: str) -> T | None:
+        telemetry.read_model_answered(self.name, "database")
+        with telemetry.span("usergroups.read_model.load", read=self.name):
+            return load(using)
 
 
 def _items(key: Hashable) -> tuple[Any, ...]:

@@ -17,7 +17,7 @@ from django.db import router, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from usergroups import audit_context
+from usergroups import audit_context, telemetry
 from usergroups.models import AuditEvent, Workspace
 from usergroups.services import outbox
 
@@ -133,6 +133,7 @@ def _event(
     )
 
 
+@telemetry.times_audit_writes
 def _insert(events: list[AuditEvent]) -> None:
     """The one place events are written (what follows every event, e.g. a webhook's
     outbox row, belongs here). One event that no webhook receives is one INSERT, atomic

@@ -36,7 +36,7 @@ from django.db.models.query import RawQuerySet
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import read_model
+from usergroups import read_model, telemetry
 from usergroups.conf import usergroups_settings
 from usergroups.crypto import new_binding
 from usergroups.embed import tokens
@@ -210,6 +210,7 @@ def _within_grant(
     return end_user
 
 
+@telemetry.spanned("usergroups.embed.mint")
 @sensitive_variables("token")
 def mint_embed_token(
     workspace_id: int,
@@ -329,6 +330,7 @@ def mint_embed_token(
     # DEBUG: a mint comes with every dashboard load and refresh; the app logs its other
     # writes at INFO (an end user's change is logged by services.end_users).
     logger.debug("Minted an embed token for user group team_id=%s", group.team_id)
+    telemetry.minted(workspace_id, end_user=person is not None)
     return MintedToken(token, seconds, expires_at, group, person)
 
 
@@ -362,6 +364,7 @@ def revoke_embed_tokens_of(
     )
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="user_group")
 @retry_on_deadlock
 def _revoke(matching: QuerySet[UserGroup], *, subtree: bool = False) -> GroupRecord | None:
     with read_model.writing(router.db_for_write(UserGroup)):
@@ -390,9 +393,11 @@ def _revoke(matching: QuerySet[UserGroup], *, subtree: bool = False) -> GroupRec
         return None
     send_on_commit(embed_tokens_revoked, group=record)
     logger.info("Revoked the embed tokens of user group team_id=%s", record.team_id)
+    telemetry.revoked("user_group", record.workspace_id)
     return record
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="all")
 @retry_on_deadlock
 def revoke_workspace_embed_tokens(workspace_id: int) -> bool:
     """Revoke every embed token of the workspace minted so far, in every group, for
@@ -405,9 +410,11 @@ def revoke_workspace_embed_tokens(workspace_id: int) -> bool:
             audit.record(workspace_id, audit.EMBED_TOKEN_REVOKED, details={"axis": "all"})
     if changed:
         logger.info("Revoked every embed token of workspace %s", workspace_id)
+        telemetry.revoked("all", workspace_id)
     return bool(changed)
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="embed_token")
 @sensitive_variables("token")
 def revoke_embed_token(workspace_id: int, token: object) -> EmbedGrant | None:
     """Revoke the one embed ``token`` if it is a live token of the workspace (else None:
@@ -443,6 +450,7 @@ def revoke_embed_token(workspace_id: int, token: object) -> EmbedGrant | None:
     logger.info(
         "Revoked embed token jti=%s of user group team_id=%s", grant.claims.jti, grant.group.team_id
     )
+    telemetry.revoked("embed_token", workspace_id)
     return grant
 
 

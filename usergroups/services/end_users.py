@@ -22,7 +22,7 @@ from django.db.models import F, QuerySet
 from django.db.models.functions import Collate, Left
 from django.utils import timezone
 
-from usergroups import read_model
+from usergroups import read_model, telemetry
 from usergroups.logs import get_logger
 from usergroups.models import EndUser
 from usergroups.services import audit
@@ -257,6 +257,7 @@ def _update(
     return record
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="end_user")
 @retry_on_deadlock
 def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     """Revoke every embed token naming the end user minted before now, in every group;
@@ -279,6 +280,7 @@ def revoke_tokens(workspace_id: int, end_user_id: str) -> EndUserRecord | None:
     record = EndUserRecord.from_model(row)
     send_on_commit(end_user_tokens_revoked, EndUser, end_user=record)
     logger.info("Revoked the embed tokens of end user pk=%s", record.pk)
+    telemetry.revoked("end_user", workspace_id)
     return record
 
 
@@ -290,6 +292,7 @@ def _advance(rows: QuerySet[EndUser], at: datetime | None = None) -> int:
     )
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="end_user")
 @retry_on_deadlock
 def start_exclusive_session(end_user: EndUserRecord) -> EndUserRecord:
     """Revoke every embed token of ``end_user`` minted so far and answer the person with
@@ -313,6 +316,7 @@ def start_exclusive_session(end_user: EndUserRecord) -> EndUserRecord:
     if row is None:
         return end_user
     logger.info("Started an exclusive embed session for end user pk=%s", row.pk)
+    telemetry.revoked("end_user", row.workspace_id)
     return EndUserRecord.from_model(row)
 
 

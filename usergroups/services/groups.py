@@ -25,7 +25,7 @@ from django.db.models.functions import Left
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto, read_model, scopes
+from usergroups import crypto, read_model, scopes, telemetry
 from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.models import SchemaMapping, UserGroup
@@ -156,6 +156,22 @@ def get_or_create_group(
     :data:`~usergroups.scopes.WRITE` before creating one) and raises to refuse: a caller
     that may not create gets nothing made.
     """
+    group, created = _get_or_create(
+        workspace_id, provided_id, name, mapping, properties, parent_user_group_id, authorize
+    )
+    telemetry.got_or_created(workspace_id, created=created)
+    return group, created
+
+
+def _get_or_create(
+    workspace_id: int,
+    provided_id: str,
+    name: str | None,
+    mapping: dict[str, str] | None,
+    properties: dict[str, Any] | None,
+    parent_user_group_id: str | None,
+    authorize: Callable[[str], None] | None,
+) -> tuple[GroupRecord, bool]:
     check = authorize or _allow
     error: IntegrityError | None = None
     for _attempt in range(ATTEMPTS_WHEN_GONE):
@@ -288,6 +304,7 @@ def _swap_token(workspace_id: int, old_digest: str) -> GroupRecord | None:
     )
     send_on_commit(token_rotated, group=rotated)
     logger.info("Rotated the token of user group team_id=%s", rotated.team_id)
+    telemetry.rotated("group_token", workspace_id)
     return rotated
 
 

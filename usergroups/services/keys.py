@@ -15,7 +15,7 @@ from django.db import router
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 
-from usergroups import crypto, read_model
+from usergroups import crypto, read_model, telemetry
 from usergroups.logs import get_logger
 from usergroups.models import APIKey
 from usergroups.read_model import reads
@@ -197,9 +197,11 @@ def rotate_key(api_key: APIKey, grace: timedelta) -> tuple[APIKey, str]:
         valid_until.isoformat(timespec="seconds"),
     )
     api_key.expires_at, api_key.revoked_at = old.expires_at, old.revoked_at
+    telemetry.rotated("api_key", old.workspace_id)
     return new, key
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="api_key")
 def revoke_key(api_key: APIKey) -> None:
     """Revoke for good; revoking twice keeps the first time (and records one event). The
     embed tokens the key minted are refused from then on: they name it, and verification
@@ -209,6 +211,7 @@ def revoke_key(api_key: APIKey) -> None:
             audit.record(
                 api_key.workspace_id, audit.API_KEY_REVOKED, details={"prefix": api_key.prefix}
             )
+            telemetry.revoked("api_key", api_key.workspace_id)
 
 
 def _revoke(api_key: APIKey) -> bool:
@@ -223,6 +226,7 @@ def _revoke(api_key: APIKey) -> bool:
     return bool(revoked)
 
 
+@telemetry.spanned("usergroups.embed.revoke", axis="api_key")
 def delete_key(api_key: APIKey) -> None:
     """Delete the key's row; the key is refused from then on, like a revoked one, and so
     are the embed tokens it minted (its event: ``api_key.revoked`` with ``deleted``)."""
@@ -233,3 +237,4 @@ def delete_key(api_key: APIKey) -> None:
             api_key.workspace_id, audit.API_KEY_REVOKED, details={"prefix": prefix, "deleted": True}
         )
     logger.info("Deleted API key %s…", prefix)
+    telemetry.revoked("api_key", api_key.workspace_id)

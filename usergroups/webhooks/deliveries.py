@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
+from usergroups import telemetry
 from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.models import Webhook, WebhookDelivery
@@ -155,7 +156,9 @@ def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
         if not claim(delivery_id, now, attempts=delivery.attempts):
             return Attempted(None)
         delivery.attempts += 1
-        outcome = _send(delivery)
+        with telemetry.webhook_attempt(delivery.delivery_id):
+            outcome = _send(delivery)
+            telemetry.webhook_attempted(outcome.status)
         return _record(delivery, outcome, now)
     finally:
         _release(webhook, until, outcome)
@@ -186,6 +189,7 @@ def _record(delivery: WebhookDelivery, outcome: sending.Outcome, now: datetime) 
     if outcome.delivered:
         with atomic():
             pending.update(status=WebhookDelivery.DELIVERED, **state)
+        telemetry.webhook_delivered(delivery.event.at)
         return Attempted(outcome)
     if delivery.attempts < usergroups_settings.WEBHOOK_MAX_ATTEMPTS and not webhook.disabled:
         retry_at = timezone.now() + backoff(delivery.attempts)
@@ -198,6 +202,7 @@ def _record(delivery: WebhookDelivery, outcome: sending.Outcome, now: datetime) 
             consecutive_failures=F("consecutive_failures") + 1
         )
         failures = Webhook.objects.values_list("consecutive_failures", flat=True).get(pk=webhook.pk)
+    telemetry.webhook_failed()
     logger.warning(
         "Webhook delivery %s failed after %s attempt(s)", delivery.delivery_id, delivery.attempts
     )
