@@ -46,7 +46,7 @@ from usergroups.embed import tokens
 from usergroups.models import APIKey, UserGroup
 from usergroups.read_model import changes, listening, reads
 from usergroups.read_model.memory import MISSING, Memory
-from usergroups.services import groups, keys, verification
+from usergroups.services import end_users, groups, keys, verification
 
 on_postgresql = pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="the read model listens on PostgreSQL"
@@ -735,3 +735,49 @@ def test_memory_reads_the_primary_under_a_replica_router(site, settings) -> None
 class ReplicaRouter:
     def db_for_read(self, model, **hints):  # type: ignore[no-untyped-def]
         return "replica"
+
+
+@on_postgresql
+def test_the_read_models_instruments_move(site, telemetry_reader) -> None:
+    """Answers by source, what a change forgot and why, the gauges of one process; and a
+    verification read from the database has its span."""
+    key, group = site
+    client = client_for(key.key)
+    token = minted(client, group.provided_id, end_user={"id": "ana"})
+    heard_by_now(token)
+    answers = "usergroups.read_model.answers"
+    from_memory = telemetry_reader.total(
+        answers, **{"usergroups.read": "embed token", "usergroups.source": "memory"}
+    )
+    assert from_memory >= 1
+    assert (
+        telemetry_reader.total(
+            answers, **{"usergroups.read": "embed token", "usergroups.source": "database"}
+        )
+        >= 1
+    )
+    assert telemetry_reader.spans("usergroups.read_model.load")
+    dashboard(token)
+    assert (
+        telemetry_reader.total(
+            answers, **{"usergroups.read": "embed token", "usergroups.source": "memory"}
+        )
+        == from_memory + 1
+    )
+    end_users.put_end_user(key.workspace_id, "ana", {"display_name": "Ana"})
+    assert until(
+        lambda: (
+            telemetry_reader.by("usergroups.read_model.forgotten", "usergroups.reason").get(
+                "person", 0
+            )
+            >= 1
+        )
+    )
+    points = {
+        point.instrument: point.value
+        for point in telemetry_reader.collect()
+        if point.instrument.startswith("usergroups.read_model.")
+        and point.instrument not in (answers, "usergroups.read_model.forgotten")
+    }
+    assert points["usergroups.read_model.listening"] == 1, points
+    assert 0 <= points["usergroups.read_model.proof.age"] < 5, points
