@@ -27,7 +27,6 @@ from opentelemetry.util.types import AttributeValue
 
 from usergroups import __version__
 from usergroups.conf import usergroups_settings
-from usergroups.models import Webhook, WebhookDelivery
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -282,6 +281,8 @@ def webhook_failed() -> None:
 
 
 def _webhook_state(options: CallbackOptions) -> Iterable[Observation]:
+    from usergroups.models import Webhook  # at collection: this module is imported early
+
     states = {"failing": Q(failing=True, disabled=False), "disabled": Q(disabled=True)}
     counts = _counted(
         Webhook,
@@ -295,6 +296,8 @@ def _webhook_state(options: CallbackOptions) -> Iterable[Observation]:
 
 
 def _outbox_depth(options: CallbackOptions) -> Iterable[Observation]:
+    from usergroups.models import WebhookDelivery
+
     pending = _counted(
         WebhookDelivery, lambda rows: rows.filter(status=WebhookDelivery.PENDING).count()
     )
