@@ -28,7 +28,7 @@ from bench.scenarios import (
 
 MARK_BEGIN = "<!-- BEGIN RESULTS (written by bench/run.py) -->"
 MARK_END = "<!-- END RESULTS -->"
-NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
+NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "postgresql": "PostgreSQL"}
 
 
 def ratio_cell(results: Results, backend: str, ratio: Ratio) -> tuple[str, bool] | None:

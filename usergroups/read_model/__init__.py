@@ -118,9 +118,10 @@ def process_listener() -> Listener:
     return _process_listener
 
 
-def trusted_memory(using: str) -> Memory | None:
-    """This process's memory if it may answer a read of ``using`` now, else None."""
-    if not enabled() or connections[using].in_atomic_block:
+def trusted_memory(using: str, *, on: bool = False) -> Memory | None:
+    """This process's memory if it may answer a read of ``using`` now, else None
+    (``on``: the caller has just seen :func:`enabled` answer True)."""
+    if not (on or enabled()) or connections[using].in_atomic_block:
         return None
     listener = process_listener()
     return listener.memory if listener.trusted() else None

@@ -281,6 +281,7 @@ class Listener:
                 os.read(self._wake_read, 4096)
             except BlockingIOError:
                 pass
+            beat = False
             with self._lock:
                 if self._connection is None or not self._drain():
                     continue
@@ -294,10 +295,12 @@ class Listener:
                     quiet = now - max(self._last_beat, self._last_heard)
                     if quiet > STEP_DOWN_SECONDS + self._interval():
                         self._step_down("it hears none of its own beats")
-                    elif now >= self._next_beat:
-                        self._beat(now)
+                    else:
+                        beat = now >= self._next_beat
                 elif now - self._last_beat > self._take_over_after() and now >= self._next_attempt:
                     self._take_over(now)
+            if beat:  # on the beat connection: requests keep reading the listening one
+                self._beat(now)
 
     def _interval(self) -> float:
         return BEAT_SECONDS if self._someone_busy or self._busy else IDLE_BEAT_SECONDS
@@ -367,8 +370,8 @@ class Listener:
             return
         self._attempt_backoff = TAKE_OVER_SECONDS
         self._last_beat = now  # its own first beat has this long to arrive
+        self._next_beat = now  # at once, once the listening connection is free
         logger.info("The read model beats for every process of this database")
-        self._beat(now)
 
     def _beat(self, now: float) -> None:
         try:
@@ -383,7 +386,8 @@ class Listener:
                 ),
             ).fetchone()
         except Exception as error:
-            self._step_down(f"its beat failed ({error})")
+            with self._lock:
+                self._step_down(f"its beat failed ({error})")
             return
         self._someone_busy = row[3]
         self._next_beat = now + self._interval()
@@ -407,7 +411,8 @@ class Listener:
                 try:
                     self._beat_connection.execute("SELECT pg_terminate_backend(%s)", (pid,))
                 except Exception as error:
-                    self._step_down(f"it could not end a stopped reader ({error})")
+                    with self._lock:
+                        self._step_down(f"it could not end a stopped reader ({error})")
                     return
                 del self._blocked_since[pid]
 

@@ -64,8 +64,9 @@ class Read(Generic[T]):
         return router.db_for_read(self.model)
 
     def __call__(self, key: Hashable, load: Callable[[str], T | None]) -> T | None:
-        using = self.database()
-        memory = trusted_memory(using)
+        on = enabled()
+        using = router.db_for_write(self.model) if on else router.db_for_read(self.model)
+        memory = trusted_memory(using, on=True) if on else None
         if memory is None:
             return self._load(load, using)
         held = memory.get((self.name, key))
