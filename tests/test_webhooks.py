@@ -5,6 +5,7 @@ import base64
 import io
 import json
 import socket
+import time
 from datetime import timedelta
 
 import pytest
@@ -29,7 +30,7 @@ from usergroups import tasks
 from usergroups.checks import check_webhook_settings
 from usergroups.models import APIKey, AuditEvent, Webhook, WebhookDelivery, Workspace
 from usergroups.services import audit, outbox
-from usergroups.webhooks import addresses, deliveries, registry
+from usergroups.webhooks import addresses, deliveries, registry, sending
 
 HOOK = "/api/user/webhook"
 LIST = "/api/user/webhook/list"
@@ -37,8 +38,15 @@ PUBLIC_URL = "https://203.0.114.10/hook"  # an IP literal: no DNS needed, and pu
 
 
 def allow_private(**more: object) -> override_settings:
+    """Private addresses allowed, and each task sending in its own thread: the test's,
+    inside its transaction, which a lane's thread would not see."""
     return override_settings(
-        USERGROUPS={"WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_TIMEOUT_SECONDS": 2, **more}
+        USERGROUPS={
+            "WEBHOOK_ALLOW_PRIVATE": True,
+            "WEBHOOK_TIMEOUT_SECONDS": 2,
+            "WEBHOOK_ATTEMPTS_IN_FLIGHT": 1,
+            **more,
+        }
     )
 
 
@@ -402,6 +410,20 @@ def test_a_receiver_that_hangs_times_out(workspace, receiver):
     assert attempted.outcome is not None and attempted.outcome.status is None
     assert "timed out" in attempted.outcome.excerpt
     assert attempted.retry_at is not None
+
+
+@allow_private(WEBHOOK_TIMEOUT_SECONDS=0.5)
+def test_a_receiver_that_trickles_its_answer_is_cut_at_the_timeout(workspace, receiver):
+    """Each read gets a byte within the timeout; the whole answer would take 8 s."""
+    receiver.behaviour = Behaviour(status=200, body=b"x" * 40, trickle=0.1)
+    make_webhook(workspace, receiver.url)
+    started = time.monotonic()
+    _, delivery, attempted = deliver_one(workspace, receiver.url)
+    took = time.monotonic() - started
+    assert attempted.outcome == sending.Outcome(None, "No answer: timed out")
+    assert attempted.retry_at is not None
+    assert took < 3  # the timeout (0.5 s), not the answer's 8 s
+    assert len(receiver.answered()) == 1
 
 
 @allow_private(WEBHOOK_CONNECT_TIMEOUT_SECONDS=0.3, WEBHOOK_TIMEOUT_SECONDS=5)

@@ -42,6 +42,15 @@ def payload(delivery: WebhookDelivery) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def webhook_of(delivery_id: str) -> int | None:
+    """The webhook (its pk) of a pending delivery; None when it is no longer pending."""
+    return (
+        WebhookDelivery.objects.filter(delivery_id=delivery_id, status=WebhookDelivery.PENDING)
+        .values_list("webhook_id", flat=True)
+        .first()
+    )
+
+
 def claim(delivery_id: str, now: datetime, attempts: int | None = None) -> bool:
     """Take a due pending delivery for one attempt: count it and move ``next_attempt_at``
     past the lease, so no other worker sends it meanwhile (one UPDATE); with
@@ -103,7 +112,7 @@ def _send(delivery: WebhookDelivery) -> sending.Outcome:
     headers = signing.headers(secret, delivery.delivery_id, int(time.time()), body)
     timeouts = sending.Timeouts(
         connect=float(usergroups_settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS),
-        read=float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS),
+        exchange=float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS),
     )
     return sending.post(target, body, headers, timeouts)
 
