@@ -287,6 +287,39 @@ def test_every_committed_event_is_delivered_at_least_once_through_faults(databas
     assert "'pending'" not in states and "'failed'" not in states
 
 
+# An attempt's bound in the tests below: 1 s to connect, then 10 s for the exchange.
+BOUNDED_ATTEMPT = {
+    "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
+    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "10",
+}
+ATTEMPT_BOUND_SECONDS = 11
+
+
+def register_webhooks(site_url: str, key: str, urls: list[str]) -> None:
+    """A webhook for each of ``urls``, in that order, for the ``user_group`` events."""
+    for url in urls:
+        status, body = call_api(
+            site_url,
+            key,
+            "POST",
+            {"url": url, "events": ["user_group"], "description": "held up"},
+            path="/api/user/webhook",
+        )
+        assert status == 200, body
+
+
+def start_workers(stack: ExitStack, env: dict[str, str], tmp_path: Path, count: int = 1) -> None:
+    """``count`` db_workers, killed when ``stack`` closes; back once each has started."""
+    for number in range(count):
+        log = tmp_path / f"worker-{number}.log"
+        worker = ManageProcess(
+            env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
+        )
+        worker.start()
+        stack.callback(worker.kill, signal.SIGKILL)  # not to wait out an attempt
+        assert wait_for(lambda log=log: "Starting worker" in log.read_text(), 60), "no worker"
+
+
 # A healthy receiver beside hanging ones (issue 27): an event every half second.
 HANGING_RECEIVERS = 3
 LAG_EVENTS = 60
@@ -294,8 +327,8 @@ LAG_EVENT_SPACING = 0.5
 # How long after the last event the healthy receiver is waited for.
 LAG_GRACE_SECONDS = 40
 LAG_TARGET_SECONDS = 5.0
-# One worker, with test-sized timeouts: a healthy delivery waits behind each hanging
-# receiver's first attempt (before it is known to hang), then behind one attempt at most.
+# One worker, with test-sized timeouts: each hanging receiver holds one of its lanes
+# (WEBHOOK_ATTEMPTS_IN_FLIGHT), and the healthy one has a lane of its own.
 ONE_WORKER = {
     "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
     "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "1",
@@ -327,33 +360,14 @@ def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(
     )
     manage(env, "migrate", "--noinput")
     key = manage(env, "create_api_key", "--workspace", "live").strip()
-    logs = [tmp_path / f"worker-{number}.log" for number in range(workers)]
-    pool = [
-        ManageProcess(
-            env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
-        )
-        for log in logs
-    ]
     made: dict[str, float] = {}  # user_group_id -> when the API answered (Unix seconds)
     with ExitStack() as stack:
         hanging = [stack.enter_context(hanging_receiver()) for _ in range(HANGING_RECEIVERS)]
         healthy = stack.enter_context(running_receiver())
         site = stack.enter_context(Gunicorn(env, tmp_path / "gunicorn.log", 1))
         # The hanging ones registered first: each event's deliveries to them come first.
-        for url in [receiver.url for receiver in hanging] + [healthy.url]:
-            status, body = call_api(
-                site.base_url,
-                key,
-                "POST",
-                {"url": url, "events": ["user_group"], "description": "lag"},
-                path="/api/user/webhook",
-            )
-            assert status == 200, body
-        for worker in pool:
-            worker.start()
-            stack.callback(worker.kill, signal.SIGKILL)  # not to wait out an attempt
-        for log in logs:
-            assert wait_for(lambda log=log: "Starting worker" in log.read_text(), 60), "no worker"
+        register_webhooks(site.base_url, key, [r.url for r in hanging] + [healthy.url])
+        start_workers(stack, env, tmp_path, workers)
         started = time.monotonic()
         for number in range(LAG_EVENTS):
             status, answer = call_api(site.base_url, key, "GET", {"user_group_id": f"lag-{number}"})
@@ -390,35 +404,6 @@ def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(
     assert percentile(values, 0.99) < LAG_TARGET_SECONDS
 
 
-# An attempt's bound in the tests below: 1 s to connect, then 10 s for the exchange.
-BOUNDED_ATTEMPT = {
-    "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
-    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "10",
-}
-ATTEMPT_BOUND_SECONDS = 11
-
-
-def register_webhooks(site_url: str, key: str, urls: list[str]) -> None:
-    for url in urls:
-        status, body = call_api(
-            site_url,
-            key,
-            "POST",
-            {"url": url, "events": ["user_group"], "description": "held up"},
-            path="/api/user/webhook",
-        )
-        assert status == 200, body
-
-
-def start_one_worker(stack: ExitStack, env: dict[str, str], log: Path) -> None:
-    worker = ManageProcess(
-        env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
-    )
-    worker.start()
-    stack.callback(worker.kill, signal.SIGKILL)  # not to wait out an attempt
-    assert wait_for(lambda: "Starting worker" in log.read_text(), 60), "no worker"
-
-
 def test_one_worker_delivers_to_a_healthy_receiver_while_six_others_hang(database, tmp_path):
     """The event's deliveries to six receivers that never answer are enqueued before the
     healthy one's: with one worker, the healthy one is delivered while all six attempts
@@ -437,7 +422,7 @@ def test_one_worker_delivers_to_a_healthy_receiver_while_six_others_hang(databas
         healthy = stack.enter_context(running_receiver())
         site = stack.enter_context(Gunicorn(env, tmp_path / "gunicorn.log", 1))
         register_webhooks(site.base_url, key, [r.url for r in hanging] + [healthy.url])
-        start_one_worker(stack, env, tmp_path / "worker.log")
+        start_workers(stack, env, tmp_path)
         status, answer = call_api(site.base_url, key, "GET", {"user_group_id": "six-hang"})
         assert status == 200 and answer["new_user_group"], answer
         arrived = wait_for(lambda: len(healthy.answered()) > 0, ATTEMPT_BOUND_SECONDS)
@@ -458,7 +443,8 @@ def test_a_receiver_that_trickles_its_answer_gets_one_bounded_attempt_and_no_cop
 ):
     """Each read of the answer gets a byte in time (0.2 s apart, the timeout 0.8 s), the
     whole answer would take 16 s: past the lease (1.5 s), after which the sweeper would
-    enqueue the delivery again beside the attempt still reading. One attempt is allowed."""
+    enqueue the delivery again and the second worker send it beside the attempt still
+    reading. One attempt is allowed."""
     database_url, kind = database
     env = server_env(database_url, **{**FAST_WEBHOOKS, "USERGROUPS_WEBHOOK_MAX_ATTEMPTS": "1"})
     manage(env, "migrate", "--noinput")
@@ -472,7 +458,7 @@ def test_a_receiver_that_trickles_its_answer_gets_one_bounded_attempt_and_no_cop
         sweeper = ManageProcess(env, tmp_path / "sweeper.log", "sweep_webhooks", "--every", "0.3")
         sweeper.start()
         stack.callback(sweeper.kill, signal.SIGTERM)
-        start_one_worker(stack, env, tmp_path / "worker.log")
+        start_workers(stack, env, tmp_path, count=2)
         status, answer = call_api(site.base_url, key, "GET", {"user_group_id": "trickled"})
         assert status == 200 and answer["new_user_group"], answer
         assert wait_for(lambda: "'pending'" not in delivery_states(env), 30, step=0.5)

@@ -170,6 +170,17 @@ def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
         _release(webhook, until, outcome)
 
 
+def put_off(delivery_id: str, at: datetime) -> Attempted:
+    """Put a due delivery's turn off to ``at``, behind other webhooks' deliveries: it
+    waited behind an attempt to its webhook that failed."""
+    delivery = WebhookDelivery.objects.filter(
+        delivery_id=delivery_id, status=WebhookDelivery.PENDING, next_attempt_at__lte=at
+    ).first()
+    if delivery is None:  # sent, or put off further already
+        return Attempted(None)
+    return _turn_later(delivery, at, behind=True)
+
+
 def _turn_later(delivery: WebhookDelivery, at: datetime, behind: bool) -> Attempted:
     """Put off a delivery's turn (not an attempt) to ``at``. A delivery may have several
     tasks (the sweeper's among them): the one that moves its due time (a compare-and-swap
