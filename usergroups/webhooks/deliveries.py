@@ -72,7 +72,7 @@ def _lease(now: datetime) -> datetime:
 
 def hold(webhook: Webhook, now: datetime) -> datetime | None:
     """Hold ``webhook`` for one attempt: at most one attempt is in flight to a webhook, so
-    a receiver that hangs holds one worker, never all of them. Until when it is held (a
+    a receiver that hangs holds one lane of one worker, never more. Until when it is held (a
     lease, over on its own if the worker dies), or None if another attempt holds it."""
     until = _lease(now)
     free = Q(sending_until__isnull=True) | Q(sending_until__lte=now)

@@ -100,7 +100,8 @@ class Lanes:
     def stop(self) -> None:
         """At exit: wait for the attempts in flight (no longer than their lease, after
         which they may be sent again anyway), and start no other."""
-        lease = float(usergroups_settings.WEBHOOK_LEASE_SECONDS)
         with self.changed:
             self.stopping = True
-            self.changed.wait_for(lambda: not self.waiting, timeout=lease)
+            if self.waiting:  # (a process that never sent reads no setting at exit)
+                lease = float(usergroups_settings.WEBHOOK_LEASE_SECONDS)
+                self.changed.wait_for(lambda: not self.waiting, timeout=lease)
