@@ -92,13 +92,15 @@ def webhook_table(results: Results, backends: list[str]) -> str:
     head = ["database", "webhook run", "events", "made/s", "delivered/s", "lag p50 ms"]
     lines = ["| " + " | ".join([*head, "lag p99 ms"]) + " |", "|" + "---|" * (len(head) + 1)]
     for backend in backends:
-        for kind in ("burst", "steady"):
+        for kind in ("burst", "steady", "hanging"):
             if (got := results.webhooks.get((backend, kind))) is None:
                 continue
             if kind == "burst":
                 label = f"burst, {got['clients']:.0f} clients"
-            else:
+            elif kind == "steady":
                 label = f"steady, {got['rate']:.0f} mints/s"
+            else:
+                label = f"steady, {got['rate']:.0f} mints/s, beside {got['hanging']:.0f} hanging"
             cells = [NAMES[backend], label, f"{got['delivered']:,.0f} of {got['events']:,.0f}"]
             cells += [f"{got[k]:,.0f}" for k in ("made_per_s", "per_s")]
             cells += [f"{got[k]:,.1f}" for k in ("p50_ms", "p99_ms")]

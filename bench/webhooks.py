@@ -5,8 +5,11 @@ A burst of mints from ``--connections`` clients gives the throughput: distinct e
 delivered over the time from the first event's commit (its ``at``) to the last arrival;
 a steady run (``STEADY_RATE`` mints a second, or half the burst's throughput if that is
 less) gives the lag, arrival minus the event's ``at``, which a burst fills with queueing.
-Every request received is checked with ``standardwebhooks``, so only real, signed
-deliveries count.
+Then the lag beside receivers that hang (issue 33): ``HANGING_RECEIVERS`` webhooks to
+loopback sockets that accept and never answer, registered before the healthy one (each
+event's deliveries to them are enqueued first), the same one worker, ``HANGING_EVENTS``
+mints ``HANGING_RATE`` a second, the settings' default timeouts. Every request received
+is checked with ``standardwebhooks``, so only real, signed deliveries count.
 """
 
 import argparse
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Protocol
 
 from standardwebhooks import Webhook as Verifier
@@ -24,7 +28,12 @@ from standardwebhooks import Webhook as Verifier
 from bench import OUT, log
 from bench.workload import MINT_BODY
 from tests.support import ROOT
-from tests.support.webhook_receiver import Received, Receiver, running_receiver
+from tests.support.webhook_receiver import (
+    Received,
+    Receiver,
+    hanging_receiver,
+    running_receiver,
+)
 
 if TYPE_CHECKING:
     from bench.scenarios import Results
@@ -43,6 +52,9 @@ class Server(Protocol):
 
 MINT = "/api/user/embed-token"
 STEADY_RATE = 50  # mints a second, at most
+HANGING_RECEIVERS = 6
+HANGING_EVENTS = 60
+HANGING_RATE = 2  # mints a second
 # The worker's poll when its queue is empty (db_worker's default is 1 s, which would be
 # most of the lag): stated in bench/RESULTS.md.
 WORKER_INTERVAL = 0.1
@@ -115,15 +127,63 @@ def figures(got: list[Received], made: int, made_seconds: float, secret: str) ->
     }
 
 
+def register(server: Server, url: str) -> dict[str, Any]:
+    """A webhook for mints, through the API: its id and secret."""
+    return server.call(
+        "POST",
+        "/api/user/webhook",
+        "api_key",
+        {"url": url, "events": ["embed_token.minted"], "description": "bench"},
+    )["webhook"]
+
+
+def delete(server: Server, hook: dict[str, Any]) -> None:
+    server.call("DELETE", "/api/user/webhook", "api_key", {"webhook_id": hook["webhook_id"]})
+
+
 def measure_webhooks(server: Server, args: argparse.Namespace, results: "Results") -> None:
-    """Register a webhook for mints, run the burst and the steady run, delete it."""
-    with running_receiver() as receiver, Worker(server):
-        hook = server.call(
-            "POST",
-            "/api/user/webhook",
-            "api_key",
-            {"url": receiver.url, "events": ["embed_token.minted"], "description": "bench"},
-        )["webhook"]
+    """Register a webhook for mints, run the burst and the steady run, delete it; then
+    the run beside receivers that hang."""
+    with Worker(server):
+        measure_throughput(server, args, results)
+        measure_beside_hanging(server, results)
+
+
+def measure_beside_hanging(server: Server, results: "Results") -> None:
+    """A healthy receiver's lag while ``HANGING_RECEIVERS`` others hang, one worker."""
+    with ExitStack() as stack:
+        hanging = [stack.enter_context(hanging_receiver()) for _ in range(HANGING_RECEIVERS)]
+        receiver = stack.enter_context(running_receiver())
+        hooks = [register(server, r.url) for r in hanging] + [register(server, receiver.url)]
+        for hook in hooks:
+            stack.callback(delete, server, hook)
+        started = time.monotonic()
+        for number in range(HANGING_EVENTS):  # on time, however long a mint takes
+            time.sleep(max(0.0, started + number / HANGING_RATE - time.monotonic()))
+            mint(server)
+        made_seconds = time.monotonic() - started
+        got = delivered(receiver, 0, HANGING_EVENTS, timeout=60)
+        result = figures(got, HANGING_EVENTS, made_seconds, hooks[-1]["secret"])
+        result["hanging"] = HANGING_RECEIVERS
+        result["rate"] = HANGING_RATE
+        result["held"] = sum(r.connections() for r in hanging)
+    results.webhooks[(server.backend, "hanging")] = result
+    if result["delivered"] < HANGING_EVENTS:
+        results.notes.append(
+            f"{server.backend} webhooks beside {HANGING_RECEIVERS} hanging: "
+            f"{result['delivered']} of {HANGING_EVENTS} events delivered"
+        )
+    log(
+        f"{server.backend} webhooks beside {HANGING_RECEIVERS} hanging, one worker: "
+        f"{result['delivered']} of {HANGING_EVENTS} events, lag p50 {result['p50_ms']:7.1f} ms"
+        f"  p99 {result['p99_ms']:7.1f} ms; {result['held']} connections to the hanging ones"
+    )
+
+
+def measure_throughput(server: Server, args: argparse.Namespace, results: "Results") -> None:
+    """The burst and the steady run, to one webhook."""
+    with running_receiver() as receiver:
+        hook = register(server, receiver.url)
         try:
             mint(server)  # the worker is up and delivering before anything is timed
             if not delivered(receiver, 0, 1, timeout=60):
@@ -163,6 +223,4 @@ def measure_webhooks(server: Server, args: argparse.Namespace, results: "Results
                     f"p50 {result['p50_ms']:7.1f} ms  p99 {result['p99_ms']:7.1f} ms"
                 )
         finally:
-            server.call(
-                "DELETE", "/api/user/webhook", "api_key", {"webhook_id": hook["webhook_id"]}
-            )
+            delete(server, hook)

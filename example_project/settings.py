@@ -186,7 +186,7 @@ USERGROUPS = {
 for _name in ("CONNECT_TIMEOUT", "TIMEOUT", "RETRY_BASE", "RETRY_MAX", "LEASE"):
     if _value := os.environ.get(f"USERGROUPS_WEBHOOK_{_name}_SECONDS"):
         USERGROUPS[f"WEBHOOK_{_name}_SECONDS"] = float(_value)
-for _name in ("MAX_ATTEMPTS", "DISABLE_AFTER_FAILURES"):
+for _name in ("MAX_ATTEMPTS", "DISABLE_AFTER_FAILURES", "ATTEMPTS_IN_FLIGHT"):
     if _value := os.environ.get(f"USERGROUPS_WEBHOOK_{_name}"):
         USERGROUPS[f"WEBHOOK_{_name}"] = int(_value)
 

@@ -5,6 +5,8 @@ import base64
 import io
 import json
 import socket
+import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -29,7 +31,8 @@ from usergroups import tasks
 from usergroups.checks import check_webhook_settings
 from usergroups.models import APIKey, AuditEvent, Webhook, WebhookDelivery, Workspace
 from usergroups.services import audit, outbox
-from usergroups.webhooks import addresses, deliveries, registry
+from usergroups.webhooks import addresses, deliveries, registry, sending
+from usergroups.webhooks.lanes import Lanes
 
 HOOK = "/api/user/webhook"
 LIST = "/api/user/webhook/list"
@@ -37,8 +40,15 @@ PUBLIC_URL = "https://203.0.114.10/hook"  # an IP literal: no DNS needed, and pu
 
 
 def allow_private(**more: object) -> override_settings:
+    """Private addresses allowed, and each task sending in its own thread: the test's,
+    inside its transaction, which a lane's thread would not see."""
     return override_settings(
-        USERGROUPS={"WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_TIMEOUT_SECONDS": 2, **more}
+        USERGROUPS={
+            "WEBHOOK_ALLOW_PRIVATE": True,
+            "WEBHOOK_TIMEOUT_SECONDS": 2,
+            "WEBHOOK_ATTEMPTS_IN_FLIGHT": 1,
+            **more,
+        }
     )
 
 
@@ -404,6 +414,20 @@ def test_a_receiver_that_hangs_times_out(workspace, receiver):
     assert attempted.retry_at is not None
 
 
+@allow_private(WEBHOOK_TIMEOUT_SECONDS=0.5)
+def test_a_receiver_that_trickles_its_answer_is_cut_at_the_timeout(workspace, receiver):
+    """Each read gets a byte within the timeout; the whole answer would take 8 s."""
+    receiver.behaviour = Behaviour(status=200, body=b"x" * 40, trickle=0.1)
+    make_webhook(workspace, receiver.url)
+    started = time.monotonic()
+    _, delivery, attempted = deliver_one(workspace, receiver.url)
+    took = time.monotonic() - started
+    assert attempted.outcome == sending.Outcome(None, "No answer: timed out")
+    assert attempted.retry_at is not None
+    assert took < 3  # the timeout (0.5 s), not the answer's 8 s
+    assert len(receiver.answered()) == 1
+
+
 @allow_private(WEBHOOK_CONNECT_TIMEOUT_SECONDS=0.3, WEBHOOK_TIMEOUT_SECONDS=5)
 def test_an_address_that_never_connects_fails_at_the_connect_timeout(workspace):
     with unreachable_url() as url:
@@ -631,6 +655,95 @@ def test_a_delivery_refuses_a_name_that_now_resolves_to_a_carried_private_ipv4(
 )
 def test_only_global_unicast_addresses_are_public(address, public):
     assert addresses.is_public(address) is public
+
+
+# A worker's lanes ---------------------------------------------------------------------------
+
+
+#: When a failed attempt in these tests is retried.
+RETRY_AT = timezone.now() + timedelta(seconds=30)
+ANSWERED = sending.Outcome(204, "")
+
+
+class Turns:
+    """Lanes whose turns are recorded, in order, taken or put off: the turns of ``hold``
+    wait for their event to be set, and each taken turn ends with ``outcome``."""
+
+    def __init__(self, hold=(), outcome=ANSWERED):
+        self.outcome = outcome
+        self.hold = {delivery_id: threading.Event() for delivery_id in hold}
+        self.taken: list[str] = []
+        self.put_off: list[tuple[str, object]] = []
+        self.started = threading.Semaphore(0)
+        self.lanes = Lanes(
+            self.take, lambda delivery_id, until: self.put_off.append((delivery_id, until))
+        )
+
+    def take(self, delivery_id, first):
+        self.taken.append(delivery_id)
+        self.started.release()
+        if delivery_id in self.hold:
+            assert self.hold[delivery_id].wait(10)
+        retry_at = None if self.outcome.delivered else RETRY_AT
+        return deliveries.Attempted(self.outcome, retry_at=retry_at)
+
+    def wait_until_taken(self, count):
+        for _ in range(count):
+            assert self.started.acquire(timeout=10)
+
+    def wait_until_done(self):
+        with self.lanes.changed:
+            assert self.lanes.changed.wait_for(lambda: not self.lanes.waiting, 10)
+
+
+def test_a_lane_per_webhook_each_taking_its_turns_in_order_at_most_so_many_lanes():
+    turns = Turns(hold=("a1", "b1"))
+    turns.lanes.give(1, "a1", True, most=2)
+    turns.lanes.give(1, "a2", True, most=2)  # behind a1, in its lane
+    turns.lanes.give(2, "b1", True, most=2)  # sent while a1 hangs
+    turns.wait_until_taken(2)
+    assert sorted(turns.taken) == ["a1", "b1"]
+    third = threading.Thread(target=turns.lanes.give, args=(3, "c1", True, 2))
+    third.start()  # a third webhook waits for a lane
+    third.join(0.3)
+    assert third.is_alive() and sorted(turns.taken) == ["a1", "b1"]
+    turns.lanes.give(1, "a2", False, most=2)  # given twice while it waits: taken once
+    turns.hold["a1"].set()
+    turns.wait_until_taken(1)
+    assert turns.taken[2] == "a2"
+    turns.wait_until_taken(1)  # webhook 1's lane ended: c1 has its own
+    third.join(10)
+    assert turns.taken[3] == "c1"
+    turns.hold["b1"].set()
+    turns.wait_until_done()
+    assert sorted(turns.taken) == ["a1", "a2", "b1", "c1"]
+    assert turns.put_off == []
+
+
+def test_the_turns_behind_a_failed_attempt_are_put_off_to_its_retry():
+    turns = Turns(hold=("a1",), outcome=sending.Outcome(None, "No answer: timed out"))
+    for delivery_id in ("a1", "a2", "a3"):
+        turns.lanes.give(1, delivery_id, True, most=2)
+    turns.wait_until_taken(1)
+    turns.hold["a1"].set()
+    turns.wait_until_done()
+    assert turns.taken == ["a1"]  # the lane held by one attempt only
+    assert turns.put_off == [("a2", RETRY_AT), ("a3", RETRY_AT)]
+
+
+def test_at_exit_a_lane_ends_its_attempt_and_takes_no_other_turn():
+    turns = Turns(hold=("a1",))
+    turns.lanes.give(1, "a1", True, most=2)
+    turns.lanes.give(1, "a2", True, most=2)
+    turns.wait_until_taken(1)
+    stopping = threading.Thread(target=turns.lanes.stop)
+    stopping.start()
+    stopping.join(0.3)
+    assert stopping.is_alive()  # it waits for the attempt in flight
+    turns.hold["a1"].set()
+    stopping.join(10)
+    assert not stopping.is_alive()
+    assert turns.taken == ["a1"]  # a2 stays pending, for the sweeper
 
 
 # The sweeper and redelivery -----------------------------------------------------------------

@@ -8,8 +8,9 @@ The ledger is what the database committed (``export_audit``): every event of it 
 reach the receiver at least once, every copy of one event with the same ``webhook-id``
 and a signature ``standardwebhooks`` verifies. The counts are printed (``-s``).
 
-Then a healthy receiver beside three that accept and never answer, with one worker: how
-long the healthy one's events take to arrive (issue 27) is printed, and bounded.
+Then receivers that hold a sender up, with one worker (issues 27 and 33): a healthy
+receiver's deliveries do not wait behind six that accept and never answer; one that
+trickles its answer gets one attempt, bounded, and no copy of it.
 """
 
 import json
@@ -112,6 +113,22 @@ def wait_for(condition, timeout: float, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return condition()
+
+
+def delivery_rows(env: dict[str, str]) -> list[dict[str, object]]:
+    """Each delivery's webhook URL, status, attempts and last response, read by the project."""
+    return json.loads(
+        manage(
+            env,
+            "shell",
+            "--verbosity",
+            "0",
+            "-c",
+            "import json; from usergroups.models import WebhookDelivery as D; "
+            "print(json.dumps(list(D.objects.values("
+            "'webhook__url', 'status', 'attempts', 'last_response'))))",
+        )
+    )
 
 
 def delivery_states(env: dict[str, str]) -> str:
@@ -270,6 +287,39 @@ def test_every_committed_event_is_delivered_at_least_once_through_faults(databas
     assert "'pending'" not in states and "'failed'" not in states
 
 
+# An attempt's bound in the tests below: 1 s to connect, then 10 s for the exchange.
+BOUNDED_ATTEMPT = {
+    "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
+    "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "10",
+}
+ATTEMPT_BOUND_SECONDS = 11
+
+
+def register_webhooks(site_url: str, key: str, urls: list[str]) -> None:
+    """A webhook for each of ``urls``, in that order, for the ``user_group`` events."""
+    for url in urls:
+        status, body = call_api(
+            site_url,
+            key,
+            "POST",
+            {"url": url, "events": ["user_group"], "description": "held up"},
+            path="/api/user/webhook",
+        )
+        assert status == 200, body
+
+
+def start_workers(stack: ExitStack, env: dict[str, str], tmp_path: Path, count: int = 1) -> None:
+    """``count`` db_workers, killed when ``stack`` closes; back once each has started."""
+    for number in range(count):
+        log = tmp_path / f"worker-{number}.log"
+        worker = ManageProcess(
+            env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
+        )
+        worker.start()
+        stack.callback(worker.kill, signal.SIGKILL)  # not to wait out an attempt
+        assert wait_for(lambda log=log: "Starting worker" in log.read_text(), 60), "no worker"
+
+
 # A healthy receiver beside hanging ones (issue 27): an event every half second.
 HANGING_RECEIVERS = 3
 LAG_EVENTS = 60
@@ -277,8 +327,8 @@ LAG_EVENT_SPACING = 0.5
 # How long after the last event the healthy receiver is waited for.
 LAG_GRACE_SECONDS = 40
 LAG_TARGET_SECONDS = 5.0
-# One worker, with test-sized timeouts: a healthy delivery waits behind each hanging
-# receiver's first attempt (before it is known to hang), then behind one attempt at most.
+# One worker, with test-sized timeouts: each hanging receiver holds one of its lanes
+# (WEBHOOK_ATTEMPTS_IN_FLIGHT), and the healthy one has a lane of its own.
 ONE_WORKER = {
     "USERGROUPS_WEBHOOK_CONNECT_TIMEOUT_SECONDS": "1",
     "USERGROUPS_WEBHOOK_TIMEOUT_SECONDS": "1",
@@ -310,33 +360,14 @@ def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(
     )
     manage(env, "migrate", "--noinput")
     key = manage(env, "create_api_key", "--workspace", "live").strip()
-    logs = [tmp_path / f"worker-{number}.log" for number in range(workers)]
-    pool = [
-        ManageProcess(
-            env, log, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload"
-        )
-        for log in logs
-    ]
     made: dict[str, float] = {}  # user_group_id -> when the API answered (Unix seconds)
     with ExitStack() as stack:
         hanging = [stack.enter_context(hanging_receiver()) for _ in range(HANGING_RECEIVERS)]
         healthy = stack.enter_context(running_receiver())
         site = stack.enter_context(Gunicorn(env, tmp_path / "gunicorn.log", 1))
         # The hanging ones registered first: each event's deliveries to them come first.
-        for url in [receiver.url for receiver in hanging] + [healthy.url]:
-            status, body = call_api(
-                site.base_url,
-                key,
-                "POST",
-                {"url": url, "events": ["user_group"], "description": "lag"},
-                path="/api/user/webhook",
-            )
-            assert status == 200, body
-        for worker in pool:
-            worker.start()
-            stack.callback(worker.kill, signal.SIGKILL)  # not to wait out an attempt
-        for log in logs:
-            assert wait_for(lambda log=log: "Starting worker" in log.read_text(), 60), "no worker"
+        register_webhooks(site.base_url, key, [r.url for r in hanging] + [healthy.url])
+        start_workers(stack, env, tmp_path, workers)
         started = time.monotonic()
         for number in range(LAG_EVENTS):
             status, answer = call_api(site.base_url, key, "GET", {"user_group_id": f"lag-{number}"})
@@ -371,3 +402,70 @@ def test_receivers_that_hang_do_not_hold_up_a_healthy_ones_deliveries(
     )
     assert missing == 0
     assert percentile(values, 0.99) < LAG_TARGET_SECONDS
+
+
+def test_one_worker_delivers_to_a_healthy_receiver_while_six_others_hang(database, tmp_path):
+    """The event's deliveries to six receivers that never answer are enqueued before the
+    healthy one's: with one worker, the healthy one is delivered while all six attempts
+    are in flight, within one attempt's bound (it used to wait for six of them)."""
+    database_url, kind = database
+    env = server_env(
+        database_url,
+        DJANGO_WEBHOOK_ALLOW_PRIVATE="true",
+        USERGROUPS_LOG_LEVEL="WARNING",
+        **BOUNDED_ATTEMPT,
+    )
+    manage(env, "migrate", "--noinput")
+    key = manage(env, "create_api_key", "--workspace", "live").strip()
+    with ExitStack() as stack:
+        hanging = [stack.enter_context(hanging_receiver()) for _ in range(6)]
+        healthy = stack.enter_context(running_receiver())
+        site = stack.enter_context(Gunicorn(env, tmp_path / "gunicorn.log", 1))
+        register_webhooks(site.base_url, key, [r.url for r in hanging] + [healthy.url])
+        start_workers(stack, env, tmp_path)
+        status, answer = call_api(site.base_url, key, "GET", {"user_group_id": "six-hang"})
+        assert status == 200 and answer["new_user_group"], answer
+        arrived = wait_for(lambda: len(healthy.answered()) > 0, ATTEMPT_BOUND_SECONDS)
+        held = [receiver.connections() for receiver in hanging]
+        rows = delivery_rows(env)
+    assert arrived, "the healthy receiver waited behind the hanging ones"
+    assert held == [1] * 6  # every hanging attempt started, none over (none tried again)
+    states = {row["webhook__url"]: row for row in rows}
+    assert states[healthy.url]["status"] == "delivered"
+    for receiver in hanging:  # still in flight when the healthy one was delivered
+        row = states[receiver.url]
+        assert (row["status"], row["attempts"], row["last_response"]) == ("pending", 1, ""), row
+    print(f"\nsix hanging receivers, one worker, {kind}: the healthy one delivered in flight")
+
+
+def test_a_receiver_that_trickles_its_answer_gets_one_bounded_attempt_and_no_copy(
+    database, tmp_path
+):
+    """Each read of the answer gets a byte in time (0.2 s apart, the timeout 0.8 s), the
+    whole answer would take 16 s: past the lease (1.5 s), after which the sweeper would
+    enqueue the delivery again and the second worker send it beside the attempt still
+    reading. One attempt is allowed."""
+    database_url, kind = database
+    env = server_env(database_url, **{**FAST_WEBHOOKS, "USERGROUPS_WEBHOOK_MAX_ATTEMPTS": "1"})
+    manage(env, "migrate", "--noinput")
+    key = manage(env, "create_api_key", "--workspace", "live").strip()
+    lease = float(FAST_WEBHOOKS["USERGROUPS_WEBHOOK_LEASE_SECONDS"])
+    with ExitStack() as stack:
+        receiver = stack.enter_context(running_receiver())
+        receiver.behaviour = Behaviour(status=200, body=b"x" * 40, trickle=0.2)
+        site = stack.enter_context(Gunicorn(env, tmp_path / "gunicorn.log", 1))
+        register_webhooks(site.base_url, key, [receiver.url])
+        sweeper = ManageProcess(env, tmp_path / "sweeper.log", "sweep_webhooks", "--every", "0.3")
+        sweeper.start()
+        stack.callback(sweeper.kill, signal.SIGTERM)
+        start_workers(stack, env, tmp_path, count=2)
+        status, answer = call_api(site.base_url, key, "GET", {"user_group_id": "trickled"})
+        assert status == 200 and answer["new_user_group"], answer
+        assert wait_for(lambda: "'pending'" not in delivery_states(env), 30, step=0.5)
+        time.sleep(2 * lease + 1)  # when the sweeper would have enqueued it again
+        rows = delivery_rows(env)
+        requests = receiver.answered()
+    assert [(row["status"], row["attempts"]) for row in rows] == [("failed", 1)]
+    assert rows[0]["last_response"] == "No answer: timed out"
+    assert len(requests) == 1, f"{len(requests)} copies sent"
+    print(f"\ntrickling receiver, {kind}: one attempt, cut at the timeout, no copy")

@@ -119,7 +119,9 @@ SETTINGS: dict[str, Setting] = {
     "WEBHOOK_CONNECT_TIMEOUT_SECONDS": Setting(3, seconds(),
         "Seconds a delivery may wait for its connection; past it, the attempt failed."),
     "WEBHOOK_TIMEOUT_SECONDS": Setting(10, seconds(),
-        "Seconds a delivery may wait, once connected, for each read of the answer."),
+        "Seconds the rest of an attempt may take once connected: the request and the answer."),
+    "WEBHOOK_ATTEMPTS_IN_FLIGHT": Setting(10, integer(1),
+        "Most attempts a worker process has in flight at once, each to a different webhook."),
     "WEBHOOK_RETRY_BASE_SECONDS": Setting(10, seconds(most=15),  # as the contract says
         "The first retry of a delivery comes within this many seconds."),
     "WEBHOOK_RETRY_MAX_SECONDS": Setting(3600, seconds(),

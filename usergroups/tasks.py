@@ -4,8 +4,10 @@ A queued task is stored by its path (``usergroups.tasks.deliver_webhook``), so t
 stay here, and what they do is :mod:`usergroups.webhooks`'s.
 
 A task sends one delivery once (:func:`usergroups.webhooks.deliveries.attempt`) and, when
-it is to be retried, enqueues :func:`retry_webhook` for the time the backoff gives. Retries,
-and the deliveries of a webhook whose latest attempt failed, run at a lower priority than
+it is to be retried, enqueues :func:`retry_webhook` for the time the backoff gives. It
+hands the attempt to its webhook's lane (:mod:`usergroups.webhooks.lanes`, up to
+``WEBHOOK_ATTEMPTS_IN_FLIGHT`` in flight in a worker) and returns; when that setting is
+1, it sends in its own thread. Retries, and the deliveries of a webhook whose latest attempt failed, run at a lower priority than
 first deliveries, so that a receiver that hangs delays its own deliveries only. A backend
 that cannot defer (``ImmediateBackend``) leaves the retry to the sweeper
 (``manage.py sweep_webhooks``), which also enqueues deliveries whose task was lost.
@@ -28,6 +30,7 @@ from usergroups.conf import usergroups_settings
 from usergroups.logs import get_logger
 from usergroups.signals import webhook_deliveries_due
 from usergroups.webhooks import deliveries
+from usergroups.webhooks.lanes import Lanes
 
 logger = get_logger(__name__)
 
@@ -54,10 +57,33 @@ def retry_webhook(delivery_id: str) -> None:
 
 
 def _deliver(delivery_id: str, first: bool) -> None:
+    most = usergroups_settings.WEBHOOK_ATTEMPTS_IN_FLIGHT
+    if most == 1:
+        take_turn(delivery_id, first)
+    elif (webhook_id := deliveries.webhook_of(delivery_id)) is not None:
+        LANES.give(webhook_id, delivery_id, first, most)
+
+
+def take_turn(delivery_id: str, first: bool) -> deliveries.Attempted:
+    """Send a delivery once, if its turn has come, and enqueue its next turn if it has one."""
     with audit_context.acting(WORKER):
         attempted = deliveries.attempt(delivery_id, first=first)
+    _follow(delivery_id, attempted)
+    return attempted
+
+
+def put_off(delivery_id: str, until: datetime) -> None:
+    """Put a delivery's turn off to ``until``, behind others, and enqueue it for then."""
+    _follow(delivery_id, deliveries.put_off(delivery_id, until))
+
+
+def _follow(delivery_id: str, attempted: deliveries.Attempted) -> None:
     if attempted.retry_at is not None:
         enqueue(delivery_id, run_after=attempted.retry_at, behind=attempted.behind)
+
+
+#: This process's lanes: the attempts it has in flight, each to a different webhook.
+LANES = Lanes(take_turn, put_off)
 
 
 def enqueue(delivery_id: str, run_after: datetime | None = None, behind: bool = False) -> bool:

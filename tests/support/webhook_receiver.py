@@ -1,5 +1,6 @@
 """A webhook receiver on loopback for the tests: a real HTTP server in a thread that
-keeps every request it gets and answers as the test says (a status, a hang, a redirect).
+keeps every request it gets and answers as the test says (a status, a hang, a redirect,
+an answer trickled a byte at a time).
 
 Used in-process by tests/test_webhooks.py and as the receiver of the live fault test
 (tests/test_webhooks_live.py), where a worker process delivers to it. Beside it, the
@@ -31,12 +32,14 @@ class Received:
 @dataclass
 class Behaviour:
     """How the receiver answers now: ``status`` (with ``location`` for a redirect),
-    after ``delay`` seconds; ``body`` as the answer's body."""
+    after ``delay`` seconds; ``body`` as the answer's body; with ``trickle``, the answer
+    a byte at a time, this many seconds apart (each read gets a byte in time)."""
 
     status: int = 204
     delay: float = 0.0
     location: str | None = None
     body: bytes = b""
+    trickle: float = 0.0
 
 
 @dataclass
@@ -71,6 +74,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 )
             if behaviour.delay:
                 time.sleep(behaviour.delay)
+            if behaviour.trickle:
+                self.trickle(behaviour)
+                return
             try:
                 self.send_response(behaviour.status)
                 if behaviour.location:
@@ -79,6 +85,18 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 self.wfile.write(behaviour.body)
             except OSError:  # the sender gave up (its timeout) before the answer
+                pass
+
+        def trickle(self, behaviour: Behaviour) -> None:
+            head = f"HTTP/1.1 {behaviour.status} Slow\r\nContent-Length: {len(behaviour.body)}"
+            answer = f"{head}\r\n\r\n".encode() + behaviour.body
+            self.close_connection = True
+            try:
+                for byte in answer:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(behaviour.trickle)
+            except OSError:  # the sender gave up
                 pass
 
         def log_message(self, format: str, *args: object) -> None:

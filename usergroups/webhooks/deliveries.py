@@ -43,6 +43,15 @@ def payload(delivery: WebhookDelivery) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def webhook_of(delivery_id: str) -> int | None:
+    """The webhook (its pk) of a pending delivery; None when it is no longer pending."""
+    return (
+        WebhookDelivery.objects.filter(delivery_id=delivery_id, status=WebhookDelivery.PENDING)
+        .values_list("webhook_id", flat=True)
+        .first()
+    )
+
+
 def claim(delivery_id: str, now: datetime, attempts: int | None = None) -> bool:
     """Take a due pending delivery for one attempt: count it and move ``next_attempt_at``
     past the lease, so no other worker sends it meanwhile (one UPDATE); with
@@ -64,7 +73,7 @@ def _lease(now: datetime) -> datetime:
 
 def hold(webhook: Webhook, now: datetime) -> datetime | None:
     """Hold ``webhook`` for one attempt: at most one attempt is in flight to a webhook, so
-    a receiver that hangs holds one worker, never all of them. Until when it is held (a
+    a receiver that hangs holds one lane of one worker, never more. Until when it is held (a
     lease, over on its own if the worker dies), or None if another attempt holds it."""
     until = _lease(now)
     free = Q(sending_until__isnull=True) | Q(sending_until__lte=now)
@@ -104,7 +113,7 @@ def _send(delivery: WebhookDelivery) -> sending.Outcome:
     headers = signing.headers(secret, delivery.delivery_id, int(time.time()), body)
     timeouts = sending.Timeouts(
         connect=float(usergroups_settings.WEBHOOK_CONNECT_TIMEOUT_SECONDS),
-        read=float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS),
+        exchange=float(usergroups_settings.WEBHOOK_TIMEOUT_SECONDS),
     )
     return sending.post(target, body, headers, timeouts)
 
@@ -162,6 +171,17 @@ def attempt(delivery_id: str, *, first: bool = False) -> Attempted:
         return _record(delivery, outcome, now)
     finally:
         _release(webhook, until, outcome)
+
+
+def put_off(delivery_id: str, at: datetime) -> Attempted:
+    """Put a due delivery's turn off to ``at``, behind other webhooks' deliveries: it
+    waited behind an attempt to its webhook that failed."""
+    delivery = WebhookDelivery.objects.filter(
+        delivery_id=delivery_id, status=WebhookDelivery.PENDING, next_attempt_at__lte=at
+    ).first()
+    if delivery is None:  # sent, or put off further already
+        return Attempted(None)
+    return _turn_later(delivery, at, behind=True)
 
 
 def _turn_later(delivery: WebhookDelivery, at: datetime, behind: bool) -> Attempted:
