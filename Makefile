@@ -55,14 +55,16 @@ demo: demo-setup
 
 # One pytest-xdist worker per core; TEST_WORKERS=0 runs in one process (e.g. for pdb).
 # make test leaves out the tests marked `slow` (a few long system tests under load and in
-# a browser); make test-slow runs just them; CI runs both.
+# a browser); make test-slow runs just them; CI runs both. TEST_MARKERS, given, picks the
+# tests of either (pytest -m) when given on the command line, as .ci/run does.
 TEST_WORKERS ?= auto
 TEST_MARKERS ?= not slow
 test: $(VENV)/.installed-$(TEST_EXTRAS)
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
 
+test-slow: TEST_MARKERS = slow
 test-slow: $(VENV)/.installed-$(TEST_EXTRAS)
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m slow $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check .

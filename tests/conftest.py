@@ -28,6 +28,20 @@ def pytest_runtest_setup(item):
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences"})
 
 
+def uses_database(item: pytest.Item) -> bool:
+    """Whether the test reaches the test database (pytest-django blocks it otherwise)."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return bool(DATABASE_FIXTURES & fixtures) or item.get_closest_marker("django_db") is not None
+
+
+def pytest_collection_modifyitems(items):
+    """``database``: the tests that reach the test database, which are all that a run on
+    another database changes (.ci/run's PostgreSQL and MariaDB passes run just them)."""
+    for item in items:
+        if uses_database(item):
+            item.add_marker(pytest.mark.database)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     """After every test that used the database, while what it wrote is still there: no
@@ -40,7 +54,7 @@ def pytest_runtest_call(item):
     if "telemetry_reader" in item.fixturenames:
         leaks = installed().leaks()
         assert not leaks, f"telemetry holds secrets: {leaks}"
-    if DATABASE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("django_db"):
+    if uses_database(item):
         leaks = audit_event_leaks()
         assert not leaks, f"audit events hold secrets: {leaks}"
     return result

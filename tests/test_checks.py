@@ -217,6 +217,28 @@ def test_w001_quiet_under_debug():
     assert ids(DATABASES=databases, DEBUG=False) == {"usergroups.W001"}
 
 
+POSTGRESQL = {"ENGINE": "django.db.backends.postgresql", "NAME": "site"}
+SQLITE_READY = {"ENGINE": "django.db.backends.sqlite3", "NAME": "site", "OPTIONS": SQLITE_OK}
+
+
+# Settings alone decide W005: whatever database DATABASE_URL gives this run.
+@no_database_override_warning
+@pytest.mark.parametrize(
+    ("database", "read_model", "expected"),
+    [
+        (POSTGRESQL, "auto", set()),  # a direct connection: the read model listens
+        (POSTGRESQL, True, set()),
+        ({**POSTGRESQL, "DISABLE_SERVER_SIDE_CURSORS": True}, "auto", {"usergroups.W005"}),
+        (SQLITE_READY, True, {"usergroups.W005"}),
+        (SQLITE_READY, "auto", set()),
+    ],
+    ids=["postgresql", "postgresql-true", "pooled", "sqlite-true", "sqlite"],
+)
+def test_w005_only_where_the_read_model_cannot_listen(database, read_model, expected):
+    given = {"DATABASES": {"default": database}, "USERGROUPS": {"READ_MODEL": read_model}}
+    assert ids(**given) == expected
+
+
 # E010 reads django.VERSION and rest_framework.VERSION, the installed releases: setting
 # them stands in for installing another pair (the lowest/newest tox envs install real ones).
 @pytest.fixture

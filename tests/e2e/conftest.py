@@ -45,10 +45,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.needs("chromium"))
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "e2e: drives the admin in headless Chromium")
-
-
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     # Every e2e test is marked needs("chromium"): skipped before this when it is missing.
