@@ -1,3 +1,3 @@
 """A user group service for embedded analytics, as a reusable Django app."""
 
-__version__ = "0.4.0.dev0"
+__version__ = "0.5.0.dev0"
