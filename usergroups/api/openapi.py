@@ -178,7 +178,7 @@ class ErrorSerializer(serializers.Serializer):
 
 
 #: The failures that concern a body: an operation that reads none does not answer them.
-BODY_ONLY = (411, 413, 415)
+BODY_ONLY = (411, 413, 415, 501)
 
 
 def _link(operation_id: str, alone: bool = False, **body: str) -> Schema:

@@ -20,7 +20,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from usergroups import audit_context, scopes
-from usergroups.api.chunked import ChunkedBodyRequest, is_chunked
+from usergroups.api.chunked import ChunkedBodyRequest, has_transfer_coding
 from usergroups.api.parsers import JSONObjectParser, loads_strict
 from usergroups.api.querystring import query_params
 from usergroups.api.serializers import (
@@ -154,6 +154,8 @@ class WorkspaceAPIView(APIView):
         413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
         415: "`unsupported_media_type`: a body that is not JSON.",
         429: "`throttled`: over the per-key rate; see Retry-After.",
+        501: "`unsupported_transfer_coding`: a body sent with a transfer coding other than "
+        "`chunked` alone; nothing is read.",
         503: "`service_unavailable`: the database failed; see Retry-After. Where a token is "
         "shown, `token_unavailable`: no configured secret opens it.",
     }
@@ -163,7 +165,7 @@ class WorkspaceAPIView(APIView):
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        if not is_chunked(request):
+        if not has_transfer_coding(request):
             return super().initialize_request(request, *args, **kwargs)
         # DRF's own construction, of the request that reads a chunked body (Django would
         # read it as empty): usergroups.api.chunked.

@@ -44,6 +44,18 @@ class LengthRequired(exceptions.APIException):
     default_code = "length_required"
 
 
+class UnsupportedTransferCoding(exceptions.APIException):
+    """A body sent with a transfer coding other than ``chunked`` alone (``gzip, chunked``):
+    the app decodes none, so it reads nothing rather than misread it (RFC 9112 section 6.1)."""
+
+    status_code = status.HTTP_501_NOT_IMPLEMENTED
+    default_detail = _(
+        "Only the chunked transfer coding is supported: send the body with Content-Length, "
+        "or with Transfer-Encoding: chunked alone."
+    )
+    default_code = "unsupported_transfer_coding"
+
+
 class MalformedBody(exceptions.APIException):
     """A chunked body whose framing the server could not read: a bad chunk size, a missing
     CRLF after a chunk, a body cut short (usergroups.api.chunked)."""
