@@ -46,6 +46,14 @@ class TestUpdate:
         ]
         assert stored["name"] == "Renamed" and stored["mapping"] == {"orders": "7"}
 
+    def test_a_whole_number_in_the_mapping_is_its_decimal_string(self, api_client, group):
+        """Written with a fraction too (``7.0``): JSON Schema's ``integer`` includes it."""
+        mapping = {"orders": 7.0, "sales": 7, "big": 1e20}
+        response = send(api_client, "PUT", {"user_group_id": group.provided_id, "mapping": mapping})
+        assert response.status_code == 200, response.content
+        expected = {"orders": "7", "sales": "7", "big": "100000000000000000000"}
+        assert response.json()["user_group"]["mapping"] == expected
+
     def test_properties_replaced_and_cleared(self, api_client, group):
         send(api_client, "PUT", {"user_group_id": group.provided_id, "properties": {"tier": 2}})
         assert UserGroup.objects.get(pk=group.pk).properties == {"tier": 2}

@@ -204,6 +204,15 @@ def test_bad_registrations_are_400_naming_the_field(api_client, change, field):
     assert not Webhook.objects.exists()
 
 
+def test_a_url_as_long_as_the_schema_allows_is_registered(api_client):
+    """0.4 refused a URL over 255 characters (the fields' default limit) while the
+    schema, and the column, say 2000 (issue 33)."""
+    url = PUBLIC_URL + "/" + "a" * (addresses.MAX_URL_LENGTH - len(PUBLIC_URL) - 1)
+    assert len(url) == addresses.MAX_URL_LENGTH == 2000
+    assert register(api_client, url=url)["url"] == url
+    assert Webhook.objects.get().url == url
+
+
 @pytest.mark.parametrize("body", [{}, {"webhook_id": 5}, {"webhook_id": "x" * 41}])
 def test_bad_deletions_are_400_naming_the_field(api_client, body):
     assert_error(send(api_client, "DELETE", body, HOOK), 400, "invalid", ["webhook_id"])

@@ -27,7 +27,8 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
-        return check_text(super().to_internal_value(data), allow_empty=self.allow_blank)
+        value = super().to_internal_value(data)
+        return check_text(value, self.max_length or MAX_ID_LENGTH, allow_empty=self.allow_blank)
 
 
 class MappingField(serializers.Field):
