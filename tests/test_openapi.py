@@ -8,6 +8,7 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from tests.support.embed import docs_host_views
 from usergroups.api.audit_views import AuditEventListView
 from usergroups.api.embed_serializers import REVOCATION_AXES
 from usergroups.api.embed_views import (
@@ -448,31 +449,6 @@ def test_a_host_view_using_the_apps_authentication_is_documented_without_warning
     schemes = document["components"]["securitySchemes"]
     assert schemes["GroupTokenAuth"]["description"].startswith("`GroupToken <group token>`")
     assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")
-
-
-def docs_host_views() -> list[type]:
-    """The views docs/host-views.md writes, each Python block run after the ones before it
-    (as a reader's views.py grows); ``urls.py`` blocks left out (they import ``mysite``)."""
-    from rest_framework.views import APIView
-
-    from tests.support import ROOT
-
-    page = (ROOT / "docs" / "host-views.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
-    namespace: dict = {"__name__": "docs_host_views"}
-    views = []
-    for block in blocks:
-        if block.startswith("# urls.py"):
-            continue
-        before = dict(namespace)
-        exec(block, namespace)  # the docs' own code, as written
-        views += [
-            value
-            for name, value in namespace.items()
-            if isinstance(value, type) and issubclass(value, APIView) and before.get(name) is not value
-            and value is not APIView
-        ]  # fmt: skip
-    return views
 
 
 def test_the_docs_host_views_are_described_without_errors_with_their_refusals(capsys):

@@ -30,6 +30,13 @@ def failure_body(code: str, message: str, fields: dict[str, Any] | None = None) 
     return {"success": 0, "error": error}
 
 
+class CredentialsMissing(ContractFailure, exceptions.NotAuthenticated):
+    """401 ``not_authenticated`` of a host's view that no authentication class let in: the
+    contract's body under any exception handler (DRF's ``NotAuthenticated`` answers
+    ``{"detail": ...}`` under DRF's own), and, being DRF's ``NotAuthenticated``, the
+    ``WWW-Authenticate`` of the view's first authentication class."""
+
+
 class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = _("The request body is too large.")
