@@ -96,7 +96,7 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
 @pytest.mark.parametrize(
     ("method", "statuses"),
     [
-        ("get", {"200", "400", "401", "403", "411", "413", "415", "429", "501", "503"}),
+        ("get", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
         ("post", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
         ("put", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
         (
@@ -588,7 +588,7 @@ def test_the_rules_no_schema_can_state_are_said_in_words(schema):
     components = schema["components"]["schemas"]
     for name in ("GetOrCreateRequest", "UpdateRequest"):
         parent = components[name]["properties"]["parent_user_group_id"]
-        assert "400" in parent["description"] and "not 404" in parent["description"]
+        assert "404 `not_found`" in parent["description"] and "400" in parent["description"]
     url = components["CreateWebhook"]["properties"]["url"]
     assert "resolve" in url["description"]
 

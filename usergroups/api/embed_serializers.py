@@ -185,8 +185,8 @@ class RevokeRequestSerializer(RequestSerializer):
     )
     embed_token = EmbedTokenField(
         required=False,
-        help_text="That one token; one that is not a live token of this workspace is 400 "
-        "`invalid` naming it.",
+        help_text="That one token; one that is not a live token of this workspace is 404 "
+        "`not_found`.",
     )
     all = TrueField(required=False, help_text="Every token of the workspace.")
 

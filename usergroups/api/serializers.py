@@ -62,8 +62,9 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 PARENT_HELP = (
-    "A group of the same workspace. Unknown, a cycle, or a change that makes any group "
-    "deeper than MAX_HIERARCHY_DEPTH: 400 `invalid` naming this field (not 404)."
+    "A group of the same workspace: one it does not have is 404 `not_found`. A cycle, or "
+    "a change that makes any group deeper than MAX_HIERARCHY_DEPTH: 400 `invalid` naming "
+    "this field."
 )
 
 

@@ -106,7 +106,16 @@ def get_or_create_input(request: Request) -> Any:
     return data
 
 
-def invalid_parent(exc: groups.InvalidParent) -> ValidationError:
+#: A parent named that is no group of the workspace: 404, like any group named that is not.
+UNKNOWN_PARENT = _("No user group of this workspace has the id parent_user_group_id names.")
+UNKNOWN_PARENT_WORDS = "`not_found`: `parent_user_group_id` names no group of this workspace."
+
+
+def refused_parent(exc: groups.InvalidParent) -> NotFound | ValidationError:
+    """404 for a parent that does not exist; 400 naming the field for one the hierarchy's
+    rules refuse (a cycle, too deep)."""
+    if isinstance(exc, groups.UnknownParent):
+        return NotFound(UNKNOWN_PARENT)
     return ValidationError({"parent_user_group_id": [str(exc)]})
 
 
@@ -233,6 +242,7 @@ class UserGroupView(WorkspaceAPIView):
             "Get or create a user group",
             GetOrCreateAnswer,
             request=GetOrCreateRequestSerializer,
+            failures={404: UNKNOWN_PARENT_WORDS},
             scopes=(scopes.READ, scopes.WRITE),
         ),
         "POST": Operation(
@@ -247,7 +257,10 @@ class UserGroupView(WorkspaceAPIView):
             "Update a user group (extension)",
             UserGroupAnswer,
             request=UpdateRequestSerializer,
-            failures={404: "`not_found`: no group of this workspace has this id."},
+            failures={
+                404: "`not_found`: no group of this workspace has this id, or "
+                "`parent_user_group_id` names none."
+            },
         ),
         "DELETE": Operation(
             "delete_user_group",
@@ -282,7 +295,7 @@ class UserGroupView(WorkspaceAPIView):
                 authorize=partial(require_scope, api_key),
             )
         except groups.InvalidParent as exc:
-            raise invalid_parent(exc) from None
+            raise refused_parent(exc) from None
         return Response(
             {"success": 1, "new_user_group": created, "user_group": UserGroupSerializer(group).data}
         )
@@ -315,7 +328,7 @@ class UserGroupView(WorkspaceAPIView):
                 {"new_user_group_id": [_("Another user group of this workspace has this id.")]}
             )
         except groups.InvalidParent as exc:
-            raise invalid_parent(exc) from None
+            raise refused_parent(exc) from None
         if group is None:
             raise NotFound(_("No user group of this workspace has this id."))
         return Response({"success": 1, "user_group": UserGroupSerializer(group).data})
