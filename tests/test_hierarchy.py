@@ -176,20 +176,22 @@ def test_a_parent_of_another_workspace_is_unknown(api_client, other_workspace):
     assert assert_error(response, 404, "not_found")["message"] == UNKNOWN_PARENT
 
 
-def test_create_deeper_than_the_bound_is_invalid(api_client):
+def test_create_deeper_than_the_bound_is_a_conflict(api_client):
+    """A well-formed request that the hierarchy as stored refuses: 409 (issue 33)."""
     chain(api_client, 5)
     with database_unchanged():
         response = get_or_create(
             api_client, {"user_group_id": "level-6", "parent_user_group_id": "level-5"}
         )
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    error = assert_error(response, 409, "conflict")
+    assert error["message"] == "The hierarchy would be 6 levels deep; at most 5 are allowed."
 
 
 @override_settings(USERGROUPS={"MAX_HIERARCHY_DEPTH": 2})
 def test_the_bound_is_a_setting(api_client):
     chain(api_client, 2)
     response = get_or_create(api_client, {"user_group_id": "c", "parent_user_group_id": "level-2"})
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    assert_error(response, 409, "conflict")
     with override_settings(USERGROUPS={"MAX_HIERARCHY_DEPTH": 3}):
         assert make(api_client, "c", parent="level-2")["parent_user_group_id"] == "level-2"
 
@@ -245,20 +247,21 @@ def test_put_without_the_field_keeps_the_parent(api_client):
     ],
     ids=["itself", "its-child", "its-grandchild", "a-middle-one-under-its-child"],
 )
-def test_a_move_that_makes_a_cycle_is_invalid_and_changes_nothing(api_client, moved, under):
+def test_a_move_that_makes_a_cycle_is_a_conflict_and_changes_nothing(api_client, moved, under):
     chain(api_client, 3)
     with database_unchanged():
         response = put(api_client, {"user_group_id": moved, "parent_user_group_id": under})
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    error = assert_error(response, 409, "conflict")
+    assert error["message"] == "A group cannot be put under itself or one of its descendants."
 
 
-def test_a_move_that_makes_a_descendant_too_deep_is_invalid(api_client):
+def test_a_move_that_makes_a_descendant_too_deep_is_a_conflict(api_client):
     chain(api_client, 3, prefix="deep")  # deep-1 > deep-2 > deep-3: 3 levels high
     chain(api_client, 3, prefix="other")  # other-3 is at level 3
     with database_unchanged():
         # deep-3 would be at level 3 + 3 = 6 > 5, though deep-1 itself would be at 4.
         response = put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-3"})
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    assert_error(response, 409, "conflict")
     # Under other-2, deep-3 reaches level 5 exactly: allowed.
     moved = group_of(
         put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-2"})
@@ -513,9 +516,9 @@ def test_moves_that_together_make_a_cycle_never_both_succeed(api_key):
         moves = [(ring[i], ring[(i + 1) % size]) for i in range(size)]
         results = run_together(size, lambda i, moves=moves: move(api_key.key, *moves[i]))
         statuses = sorted(status for status, _ in results)
-        assert statuses == [200] * (size - 1) + [400], results
-        refused = next(body for status, body in results if status == 400)
-        assert set(refused["error"]["fields"]) == {"parent_user_group_id"}
+        assert statuses == [200] * (size - 1) + [409], results
+        refused = next(body for status, body in results if status == 409)
+        assert refused["error"]["code"] == "conflict"
         assert_no_cycle()
 
 

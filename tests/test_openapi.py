@@ -1,5 +1,6 @@
 """The OpenAPI schema the package ships (through drf-spectacular) and the example serves."""
 
+import json
 import re
 
 import pytest
@@ -93,12 +94,39 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
     }
 
 
+def test_the_query_string_fallback_takes_what_the_body_takes(schema):
+    """Each parameter says the value the body's field takes, as text (issue 33: it said
+    any string, so a fuzzer sent a mapping that is not JSON): the same string, no null
+    and no empty value where the body takes none; a JSON object as JSON text."""
+    for path, shape in (("/api/user", "GetOrCreateRequest"), ("/api/user/end-user", "EndUserId")):
+        fields = schema["components"]["schemas"][shape]["properties"]
+        for parameter in schema["paths"][path]["get"]["parameters"]:
+            described = fields[parameter["name"]]
+            assert "allowEmptyValue" not in parameter, parameter
+            if parameter["name"] in ("mapping", "properties"):
+                assert parameter["content"] == {"application/json": {"schema": described}}
+                assert "schema" not in parameter
+            else:
+                assert "null" not in json.dumps(parameter["schema"]), parameter
+    (user_group_id,) = [
+        p for p in operation(schema, "get")["parameters"] if p["name"] == "user_group_id"
+    ]
+    assert user_group_id["schema"] == {"type": "string", "minLength": 1, "maxLength": 255,
+                                       "pattern": "^[^\\u0000]*$"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("method", "statuses"),
     [
-        ("get", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
+        (
+            "get",
+            {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "501", "503"},
+        ),
         ("post", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
-        ("put", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
+        (
+            "put",
+            {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "501", "503"},
+        ),
         (
             "delete",
             {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "501", "503"},
@@ -588,7 +616,8 @@ def test_the_rules_no_schema_can_state_are_said_in_words(schema):
     components = schema["components"]["schemas"]
     for name in ("GetOrCreateRequest", "UpdateRequest"):
         parent = components[name]["properties"]["parent_user_group_id"]
-        assert "404 `not_found`" in parent["description"] and "400" in parent["description"]
+        assert "404 `not_found`" in parent["description"]
+        assert "409 `conflict`" in parent["description"]
     url = components["CreateWebhook"]["properties"]["url"]
     assert "resolve" in url["description"]
 

@@ -63,8 +63,7 @@ class StrictBooleanField(serializers.BooleanField):
 
 PARENT_HELP = (
     "A group of the same workspace: one it does not have is 404 `not_found`. A cycle, or "
-    "a change that makes any group deeper than MAX_HIERARCHY_DEPTH: 400 `invalid` naming "
-    "this field."
+    "a change that makes any group deeper than MAX_HIERARCHY_DEPTH, is 409 `conflict`."
 )
 
 

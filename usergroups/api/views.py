@@ -109,14 +109,18 @@ def get_or_create_input(request: Request) -> Any:
 #: A parent named that is no group of the workspace: 404, like any group named that is not.
 UNKNOWN_PARENT = _("No user group of this workspace has the id parent_user_group_id names.")
 UNKNOWN_PARENT_WORDS = "`not_found`: `parent_user_group_id` names no group of this workspace."
+PARENT_CONFLICT_WORDS = (
+    "`conflict`: under `parent_user_group_id` some group would be deeper than "
+    "MAX_HIERARCHY_DEPTH, or (a move) under itself or one of its descendants."
+)
 
 
-def refused_parent(exc: groups.InvalidParent) -> NotFound | ValidationError:
-    """404 for a parent that does not exist; 400 naming the field for one the hierarchy's
-    rules refuse (a cycle, too deep)."""
+def refused_parent(exc: groups.InvalidParent) -> NotFound | Conflict:
+    """404 for a parent that does not exist; 409 for one the hierarchy as stored refuses
+    (a cycle, too deep): the request is well formed either way."""
     if isinstance(exc, groups.UnknownParent):
         return NotFound(UNKNOWN_PARENT)
-    return ValidationError({"parent_user_group_id": [str(exc)]})
+    return Conflict(str(exc))
 
 
 class Operation(NamedTuple):
@@ -242,7 +246,7 @@ class UserGroupView(WorkspaceAPIView):
             "Get or create a user group",
             GetOrCreateAnswer,
             request=GetOrCreateRequestSerializer,
-            failures={404: UNKNOWN_PARENT_WORDS},
+            failures={404: UNKNOWN_PARENT_WORDS, 409: PARENT_CONFLICT_WORDS},
             scopes=(scopes.READ, scopes.WRITE),
         ),
         "POST": Operation(
@@ -259,7 +263,8 @@ class UserGroupView(WorkspaceAPIView):
             request=UpdateRequestSerializer,
             failures={
                 404: "`not_found`: no group of this workspace has this id, or "
-                "`parent_user_group_id` names none."
+                "`parent_user_group_id` names none.",
+                409: PARENT_CONFLICT_WORDS,
             },
         ),
         "DELETE": Operation(
