@@ -180,7 +180,7 @@ class UpdateRequestSerializer(serializers.Serializer):
 
     user_group_id = StrictCharField()
     new_user_group_id = StrictCharField(
-        required=False, help_text="Renames the group; another group's id: 400."
+        required=False, help_text="Renames the group; another group's id is 409 `conflict`."
     )
     name = StrictCharField(required=False, allow_blank=True)
     mapping = MappingField(required=False, allow_null=True)

@@ -110,8 +110,8 @@ def get_or_create_input(request: Request) -> Any:
 UNKNOWN_PARENT = _("No user group of this workspace has the id parent_user_group_id names.")
 UNKNOWN_PARENT_WORDS = "`not_found`: `parent_user_group_id` names no group of this workspace."
 PARENT_CONFLICT_WORDS = (
-    "`conflict`: under `parent_user_group_id` some group would be deeper than "
-    "MAX_HIERARCHY_DEPTH, or (a move) under itself or one of its descendants."
+    "under `parent_user_group_id` some group would be deeper than MAX_HIERARCHY_DEPTH, or "
+    "(a move) under itself or one of its descendants."
 )
 
 
@@ -246,7 +246,7 @@ class UserGroupView(WorkspaceAPIView):
             "Get or create a user group",
             GetOrCreateAnswer,
             request=GetOrCreateRequestSerializer,
-            failures={404: UNKNOWN_PARENT_WORDS, 409: PARENT_CONFLICT_WORDS},
+            failures={404: UNKNOWN_PARENT_WORDS, 409: f"`conflict`: {PARENT_CONFLICT_WORDS}"},
             scopes=(scopes.READ, scopes.WRITE),
         ),
         "POST": Operation(
@@ -264,7 +264,7 @@ class UserGroupView(WorkspaceAPIView):
             failures={
                 404: "`not_found`: no group of this workspace has this id, or "
                 "`parent_user_group_id` names none.",
-                409: PARENT_CONFLICT_WORDS,
+                409: f"`conflict`: another group has `new_user_group_id`, or {PARENT_CONFLICT_WORDS}",
             },
         ),
         "DELETE": Operation(
@@ -329,8 +329,9 @@ class UserGroupView(WorkspaceAPIView):
                 serializer.changes(),
             )
         except groups.ProvidedIdTaken:
-            raise ValidationError(
-                {"new_user_group_id": [_("Another user group of this workspace has this id.")]}
+            # Well formed, and refused by what is stored: a conflict, as for a parent.
+            raise Conflict(
+                _("Another user group of this workspace has the id new_user_group_id names.")
             )
         except groups.InvalidParent as exc:
             raise refused_parent(exc) from None
