@@ -46,17 +46,19 @@ def chunked_request(
     chunk_size: int = 7,
     content_type: str = "application/json",
     framing: bytes | None = None,
+    transfer_encodings: tuple[str, ...] = ("chunked",),
 ) -> tuple[int, dict, dict]:
     """Send ``body`` in chunks of ``chunk_size`` bytes, no Content-Length; the answer's
     status, headers and JSON. The body goes from a thread while the answer is read, so a
     server that answers before reading it all (413) is heard. ``framing`` is sent instead
     of the chunks of ``body``, as given, and then the sending side is closed: what comes
-    after it is the end of the body."""
+    after it is the end of the body. Each of ``transfer_encodings`` is a header line."""
     sock = socket.create_connection((HOST, port), timeout=TIMEOUT)
+    codings = "".join(f"Transfer-Encoding: {value}\r\n" for value in transfer_encodings)
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: {HOST}:{port}\r\n"
         f"Authorization: Token {key}\r\nContent-Type: {content_type}\r\n"
-        "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        f"{codings}Connection: close\r\n\r\n"
     )
 
     def send_body() -> None:
@@ -243,6 +245,45 @@ def test_malformed_chunked_framing_is_400(gunicorn, framing, method, path):
     }
 
 
+# Transfer codings gunicorn hands over beside chunked (it refuses the others itself): the
+# body arrives de-chunked but still in that coding, which the app decodes not (issue 33).
+OTHER_CODINGS = {
+    "gzip, chunked": ("gzip, chunked",),
+    "deflate, chunked": ("deflate, chunked",),
+    "identity, chunked": ("identity, chunked",),
+    "two headers": ("gzip", "chunked"),
+}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("codings", list(OTHER_CODINGS))
+def test_a_coding_other_than_chunked_alone_is_501_and_nothing_is_written(gunicorn, codings):
+    """The body is plain JSON labelled gzip: read as it came, it would make a group."""
+    body = as_json({"user_group_id": f"coded-{codings}"})
+    status, headers, answer = chunked_request(
+        gunicorn.port,
+        "GET",
+        API_URL,
+        body,
+        gunicorn.key,
+        transfer_encodings=OTHER_CODINGS[codings],
+    )
+
+    assert status == 501, answer
+    assert headers["content-type"] == "application/json"
+    assert answer == {
+        "success": 0,
+        "error": {
+            "code": "unsupported_transfer_coding",
+            "message": "Only the chunked transfer coding is supported: send the body with "
+            "Content-Length, or with Transfer-Encoding: chunked alone.",
+        },
+    }
+    # Nothing was made of it: the same body, chunked alone, makes the group now.
+    status, _, answer = chunked_request(gunicorn.port, "GET", API_URL, body, gunicorn.key)
+    assert (status, answer["new_user_group"]) == (200, True), answer
+
+
 # --- The same in process: a WSGI input marked terminated, as gunicorn gives it ----------
 
 
@@ -307,6 +348,43 @@ def test_a_body_the_server_cannot_de_chunk_is_400(api_client):
     with database_unchanged():
         response = send(api_client, "GET", **terminated(b"", **{"wsgi.input": BrokenFraming()}))
     assert_error(response, 400, "invalid")
+
+
+class CountedInput(io.BytesIO):
+    """A server's input that counts the reads of it."""
+
+    reads = 0
+
+    def read(self, size=-1):
+        self.reads += 1
+        return super().read(size)
+
+
+@pytest.mark.parametrize(
+    "coding", ["gzip, chunked", "GZIP,chunked", "x-custom, chunked", "chunked, chunked", "gzip"]
+)
+@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
+def test_a_coding_other_than_chunked_alone_is_501_with_nothing_read(
+    api_client, coding, method, path
+):
+    server_input = CountedInput(as_json({"user_group_id": "coded"}))
+    with database_unchanged():
+        response = send(
+            api_client,
+            method,
+            path=path,
+            **terminated(b"", **{"wsgi.input": server_input, "HTTP_TRANSFER_ENCODING": coding}),
+        )
+    assert_error(response, 501, "unsupported_transfer_coding")
+    assert server_input.reads == 0
+
+
+@pytest.mark.parametrize("coding", ["Chunked", " chunked ", "chunked,", ", chunked"])
+def test_chunked_alone_in_any_case_and_list_form_is_read(api_client, coding):
+    body = as_json({"user_group_id": "listed"})
+    response = send(api_client, "GET", **terminated(body, HTTP_TRANSFER_ENCODING=coding))
+    assert response.status_code == 200, response.content
+    assert response.json()["user_group"]["provided_id"] == "listed"
 
 
 # --- A server that cannot de-chunk: 411 ---------------------------------------------------

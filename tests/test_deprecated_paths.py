@@ -1,5 +1,6 @@
 """Documented import paths that moved keep working for one release, each with a
-DeprecationWarning that names the new place (docs/upgrading.md lists the same moves)."""
+DeprecationWarning that names the new place (docs/upgrading.md lists the same moves), and
+are gone after it."""
 
 import importlib
 
@@ -10,25 +11,22 @@ from tests.support import ROOT
 
 # (old module, where the name lives now, a name, the release that moved it)
 MOVES = [
-    ("usergroups.authentication", "usergroups.auth.api_key", "APIKeyAuthentication", "0.3"),
-    (
-        "usergroups.group_token_auth",
-        "usergroups.auth.group_token",
-        "GroupTokenAuthentication",
-        "0.3",
-    ),
-    ("usergroups.permissions", "usergroups.auth.permissions", "HasEmbedToken", "0.3"),
-    ("usergroups.embed.authentication", "usergroups.auth.embed", "EmbedTokenAuthentication", "0.3"),
-    ("usergroups.exceptions", "usergroups.errors.handler", "exception_handler", "0.3"),
-    ("usergroups.exceptions", "usergroups.errors.failures", "TokenUnavailable", "0.3"),
-    ("usergroups.variables", "usergroups.contrib.variables", "render_sql", "0.3"),
     ("usergroups.services.webhooks", "usergroups.webhooks.registry", "create_webhook", "0.4"),
     ("usergroups.services.webhooks", "usergroups.webhooks.deliveries", "attempt", "0.4"),
     ("usergroups.api.exceptions", "usergroups.errors.handler", "exception_handler", "0.4"),
     ("usergroups.api.exceptions", "usergroups.errors.failures", "Conflict", "0.4"),
     ("usergroups.failures", "usergroups.errors.failures", "ContractFailure", "0.4"),
 ]
-REMOVAL = {"0.3": "0.4", "0.4": "0.5"}
+#: The paths deprecated in 0.3, which docs/upgrading.md said go away in 0.4: gone.
+REMOVED = [
+    "usergroups.authentication",
+    "usergroups.group_token_auth",
+    "usergroups.permissions",
+    "usergroups.embed.authentication",
+    "usergroups.exceptions",
+    "usergroups.variables",
+]
+REMOVAL = {"0.4": "0.5"}
 
 
 @pytest.mark.parametrize(
@@ -46,11 +44,17 @@ def test_an_old_path_gives_the_new_object_with_a_warning(old, new, name, since):
 
 
 def test_from_import_of_an_old_path_warns():
-    with pytest.warns(DeprecationWarning, match="usergroups.auth.permissions"):
-        from usergroups.permissions import HasGroupToken
-    from usergroups.auth.permissions import HasGroupToken as current
+    with pytest.warns(DeprecationWarning, match="usergroups.errors.failures"):
+        from usergroups.failures import ContractFailure
+    from usergroups.errors.failures import ContractFailure as current
 
-    assert HasGroupToken is current
+    assert ContractFailure is current
+
+
+@pytest.mark.parametrize("old", REMOVED)
+def test_a_path_deprecated_in_0_3_is_gone(old):
+    with pytest.raises(ModuleNotFoundError, match=f"No module named '{old}'"):
+        importlib.import_module(old)
 
 
 def test_the_old_exception_handler_setting_still_resolves():

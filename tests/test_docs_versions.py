@@ -37,7 +37,7 @@ def stated() -> tuple[int, int]:
 
 def current() -> tuple[int, int]:
     """The version reached: the stated one, or the one before it while the stated one is a
-    development or pre-release (0.4.0.dev0: what is "in 0.4" is still ahead)."""
+    development or pre-release (0.5.0.dev0: what is "in 0.5" is still ahead)."""
     major, minor = stated()
     if re.search(r"(dev|a|b|rc)\d*$", usergroups.__version__):
         return major, minor - 1

@@ -3,19 +3,23 @@ every embed refusal keeps the contract's failure body and its ``code``, and its 
 challenge with ``WWW-Authenticate: Embed error="<code>"``. And ``EMBED_REQUIRE_ORIGIN``.
 """
 
+import jsonschema
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
+from django.urls import path
+from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView, exception_handler
 
 from tests.support.api import assert_error
-from tests.support.embed import clock_moved, dashboard, mint, minted
+from tests.support.embed import clock_moved, dashboard, docs_host_views, mint, minted
 from usergroups import services
 from usergroups.auth.embed import EmbedTokenAuthentication
+from usergroups.auth.group_token import GroupTokenAuthentication
 from usergroups.auth.permissions import HasEmbedToken
 from usergroups.checks import check_embed_require_origin
 
@@ -95,6 +99,53 @@ def test_another_resource_is_coded_403(api_client, group):
     other = minted(api_client, group.provided_id, resource="orders")
     response = host(other)
     assert_error(response, 403, "permission_denied")
+
+
+# --- The views docs/host-views.md writes, as their schema says them (issue 33) ------------
+
+
+def described_401(view):
+    """The JSON Schema of ``view``'s 401 in the site's OpenAPI document (refs resolvable)."""
+    document = SchemaGenerator(patterns=[path("view/", view.as_view())]).get_schema(
+        request=None, public=True
+    )
+    schema = document["paths"]["/view/"]["get"]["responses"]["401"]["content"]
+    return {**schema["application/json"]["schema"], "components": document["components"]}
+
+
+def answering(view):
+    """``view``, or, where the docs show only its classes' lines, ``view`` with a ``get``."""
+    if hasattr(view, "get"):
+        return view
+    return type(view.__name__, (view,), {"get": lambda self, request: Response({})})
+
+
+DOCS_VIEWS = [answering(view) for view in docs_host_views()]
+
+
+@pytest.mark.parametrize("view", DOCS_VIEWS, ids=lambda view: view.__name__)
+def test_a_docs_host_view_refuses_no_token_as_its_schema_says(db, view):
+    """Without a token, under DRF's own exception handler: 401 ``not_authenticated`` in the
+    app's error shape, which the view's schema names (DRF answered ``{"detail": ...}``),
+    challenging with the scheme of the view's first authentication class."""
+    response = dashboard(None, view=view)
+    assert response.status_code == 401, response.content
+    body = response.json()
+    jsonschema.validate(body, described_401(view))
+    assert body["error"]["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"] == view.authentication_classes[0].keyword
+
+
+@pytest.mark.parametrize(
+    "view",
+    [view for view in DOCS_VIEWS if GroupTokenAuthentication in view.authentication_classes],
+    ids=lambda view: view.__name__,
+)
+def test_a_docs_host_view_refuses_a_bad_group_token_as_its_schema_says(db, view):
+    response = dashboard("ugt_" + "A" * 43, view=view, scheme="GroupToken")
+    assert response.status_code == 401, response.content
+    jsonschema.validate(response.json(), described_401(view))
+    assert response.json()["error"]["code"] == "authentication_failed"
 
 
 # --- EMBED_REQUIRE_ORIGIN --------------------------------------------------------------

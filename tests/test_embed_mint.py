@@ -141,7 +141,6 @@ def test_trailing_slash_is_the_same_operation(api_client, group):
         ("expires_in", 0),
         ("expires_in", -60),
         ("expires_in", 86401),
-        ("expires_in", 60.0),
         ("expires_in", 60.5),
         ("expires_in", "60"),
         ("expires_in", True),
@@ -164,6 +163,18 @@ def test_bad_input_is_invalid_naming_the_field(api_client, group, field, value):
 def test_expires_in_bounds_are_inclusive(api_client, group, value):
     response = mint(api_client, {"user_group_id": group.provided_id, "expires_in": value})
     assert response.status_code == 200 and response.json()["expires_in"] == value
+
+
+@pytest.mark.parametrize("value", [7252.0, 30.0, 86400.0])
+def test_expires_in_takes_a_whole_number_written_with_a_fraction(api_client, group, value):
+    """JSON Schema's ``integer`` includes ``7252.0``, and a client's JSON library may
+    write a whole number so (issue 33): the token lives that many seconds."""
+    response = mint(api_client, {"user_group_id": group.provided_id, "expires_in": value})
+    assert response.status_code == 200, response.content
+    answer = response.json()
+    assert answer["expires_in"] == int(value) and type(answer["expires_in"]) is int
+    claims = jwt.decode(answer["embed_token"], options={"verify_signature": False})
+    assert claims["exp"] - claims["iat"] == int(value)
 
 
 @override_settings(USERGROUPS={"EMBED_TOKEN_MAX_SECONDS": 300})

@@ -162,7 +162,6 @@ INVALID_GET = {
     "mapping-256-key": ({"user_group_id": "a", "mapping": {"k" * 256: "x"}}, {"mapping"}),
     "mapping-256-digit-int": ({"user_group_id": "a", "mapping": {"a": 10**255}}, {"mapping"}),
     "mapping-float": ({"user_group_id": "a", "mapping": {"a": 1.5}}, {"mapping"}),
-    "mapping-integral-float": ({"user_group_id": "a", "mapping": {"a": 1.0}}, {"mapping"}),
     "mapping-true": ({"user_group_id": "a", "mapping": {"a": True}}, {"mapping"}),
     "mapping-false": ({"user_group_id": "a", "mapping": {"a": False}}, {"mapping"}),
     "mapping-null-value": ({"user_group_id": "a", "mapping": {"a": None}}, {"mapping"}),

@@ -22,9 +22,6 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import schemathesis
@@ -38,11 +35,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.support import ROOT
 from tests.support.deployment import manage, server_env
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import call_api
 from tests.support.leaks import SECRET_SHAPE
+from tests.support.schemathesis_cli import run_schemathesis
 
 # The last tests read what the fuzz tests counted in this module's globals: one worker
 # runs the whole module, in order (pytest-xdist's loadgroup).
@@ -336,40 +333,27 @@ def test_schemathesis_run_with_its_stateful_phase(live, tmp_path):
     config.write_text(
         "[warnings]\nfail-on = true\n\n[phases.stateful.inference]\nalgorithms = []\n"
     )
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("SCHEMATHESIS_")},
-        "PYTHONPATH": str(ROOT),
-        "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
-        "USERGROUPS_FUZZ_PARENT": FUZZ_PARENT,
-        "USERGROUPS_FUZZ_TARGET": FUZZ_TARGET,
-        "USERGROUPS_FUZZ_TARGET_TOKEN": target["token"],
-        "NO_PROXY": "*",
-    }
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "schemathesis"),
-            "--no-color",
-            "--config-file",
-            str(config),
-            "run",
-            f"{live.base_url}/api/schema/?format=json",
-            "--header",
-            f"Authorization: Token {live.keys['valid']}",
-            "--phases",
-            "examples,coverage,fuzzing,stateful",
-            "--checks",
-            "all",
-            "--max-examples",
-            str(CLI_EXAMPLES),
-            "--workers",
-            "1",
-            "--seed",
-            os.environ.get("USERGROUPS_FUZZ_SEED", str(CLI_SEED)),
-        ],
+    done = run_schemathesis(
+        live.base_url,
+        live.keys["valid"],
+        config,
+        "--phases",
+        "examples,coverage,fuzzing,stateful",
+        "--checks",
+        "all",
+        "--max-examples",
+        str(CLI_EXAMPLES),
+        "--workers",
+        "1",
+        "--seed",
+        os.environ.get("USERGROUPS_FUZZ_SEED", str(CLI_SEED)),
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
+        env={
+            "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
+            "USERGROUPS_FUZZ_PARENT": FUZZ_PARENT,
+            "USERGROUPS_FUZZ_TARGET": FUZZ_TARGET,
+            "USERGROUPS_FUZZ_TARGET_TOKEN": target["token"],
+        },
         timeout=480,
     )
     output = done.stdout + done.stderr

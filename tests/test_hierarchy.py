@@ -147,11 +147,23 @@ def test_rotation_answers_are_unchanged(
 # --- refused parents --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("parent", ["nobody", "A", ""])
-def test_create_under_an_unknown_parent_is_invalid_and_creates_nothing(api_client, parent):
+UNKNOWN_PARENT = "No user group of this workspace has the id parent_user_group_id names."
+
+
+@pytest.mark.parametrize("parent", ["nobody", "A"])
+def test_create_under_an_unknown_parent_is_404_and_creates_nothing(api_client, parent):
+    """Like any group named that does not exist (issue 33: a schema cannot say which ids
+    exist, and a 400 told a fuzzer that valid data was refused)."""
     make(api_client, "a")
     with database_unchanged():
         response = get_or_create(api_client, {"user_group_id": "b", "parent_user_group_id": parent})
+    error = assert_error(response, 404, "not_found")
+    assert error["message"] == UNKNOWN_PARENT
+
+
+def test_an_empty_parent_is_invalid(api_client):
+    with database_unchanged():
+        response = get_or_create(api_client, {"user_group_id": "b", "parent_user_group_id": ""})
     assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
 
 
@@ -161,26 +173,25 @@ def test_a_parent_of_another_workspace_is_unknown(api_client, other_workspace):
         response = get_or_create(
             api_client, {"user_group_id": "mine", "parent_user_group_id": "theirs"}
         )
-    error = assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
-    assert error["fields"]["parent_user_group_id"] == [
-        "No user group of this workspace has this id."
-    ]
+    assert assert_error(response, 404, "not_found")["message"] == UNKNOWN_PARENT
 
 
-def test_create_deeper_than_the_bound_is_invalid(api_client):
+def test_create_deeper_than_the_bound_is_a_conflict(api_client):
+    """A well-formed request that the hierarchy as stored refuses: 409 (issue 33)."""
     chain(api_client, 5)
     with database_unchanged():
         response = get_or_create(
             api_client, {"user_group_id": "level-6", "parent_user_group_id": "level-5"}
         )
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    error = assert_error(response, 409, "conflict")
+    assert error["message"] == "The hierarchy would be 6 levels deep; at most 5 are allowed."
 
 
 @override_settings(USERGROUPS={"MAX_HIERARCHY_DEPTH": 2})
 def test_the_bound_is_a_setting(api_client):
     chain(api_client, 2)
     response = get_or_create(api_client, {"user_group_id": "c", "parent_user_group_id": "level-2"})
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    assert_error(response, 409, "conflict")
     with override_settings(USERGROUPS={"MAX_HIERARCHY_DEPTH": 3}):
         assert make(api_client, "c", parent="level-2")["parent_user_group_id"] == "level-2"
 
@@ -236,20 +247,21 @@ def test_put_without_the_field_keeps_the_parent(api_client):
     ],
     ids=["itself", "its-child", "its-grandchild", "a-middle-one-under-its-child"],
 )
-def test_a_move_that_makes_a_cycle_is_invalid_and_changes_nothing(api_client, moved, under):
+def test_a_move_that_makes_a_cycle_is_a_conflict_and_changes_nothing(api_client, moved, under):
     chain(api_client, 3)
     with database_unchanged():
         response = put(api_client, {"user_group_id": moved, "parent_user_group_id": under})
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    error = assert_error(response, 409, "conflict")
+    assert error["message"] == "A group cannot be put under itself or one of its descendants."
 
 
-def test_a_move_that_makes_a_descendant_too_deep_is_invalid(api_client):
+def test_a_move_that_makes_a_descendant_too_deep_is_a_conflict(api_client):
     chain(api_client, 3, prefix="deep")  # deep-1 > deep-2 > deep-3: 3 levels high
     chain(api_client, 3, prefix="other")  # other-3 is at level 3
     with database_unchanged():
         # deep-3 would be at level 3 + 3 = 6 > 5, though deep-1 itself would be at 4.
         response = put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-3"})
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    assert_error(response, 409, "conflict")
     # Under other-2, deep-3 reaches level 5 exactly: allowed.
     moved = group_of(
         put(api_client, {"user_group_id": "deep-1", "parent_user_group_id": "other-2"})
@@ -264,7 +276,7 @@ def test_a_move_under_an_unknown_parent_changes_nothing_else(api_client):
             api_client,
             {"user_group_id": "g", "name": "New", "properties": {}, "parent_user_group_id": "x"},
         )
-    assert_error(response, 400, "invalid", fields=["parent_user_group_id"])
+    assert assert_error(response, 404, "not_found")["message"] == UNKNOWN_PARENT
 
 
 def test_a_move_of_an_unknown_group_is_404(api_client):
@@ -504,9 +516,9 @@ def test_moves_that_together_make_a_cycle_never_both_succeed(api_key):
         moves = [(ring[i], ring[(i + 1) % size]) for i in range(size)]
         results = run_together(size, lambda i, moves=moves: move(api_key.key, *moves[i]))
         statuses = sorted(status for status, _ in results)
-        assert statuses == [200] * (size - 1) + [400], results
-        refused = next(body for status, body in results if status == 400)
-        assert set(refused["error"]["fields"]) == {"parent_user_group_id"}
+        assert statuses == [200] * (size - 1) + [409], results
+        refused = next(body for status, body in results if status == 409)
+        assert refused["error"]["code"] == "conflict"
         assert_no_cycle()
 
 

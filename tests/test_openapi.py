@@ -1,5 +1,6 @@
 """The OpenAPI schema the package ships (through drf-spectacular) and the example serves."""
 
+import json
 import re
 
 import pytest
@@ -8,6 +9,7 @@ from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
+from tests.support.embed import docs_host_views
 from usergroups.api.audit_views import AuditEventListView
 from usergroups.api.embed_serializers import REVOCATION_AXES
 from usergroups.api.embed_views import (
@@ -92,13 +94,43 @@ def test_get_takes_a_json_body_and_the_query_string_fallback(schema):
     }
 
 
+def test_the_query_string_fallback_takes_what_the_body_takes(schema):
+    """Each parameter says the value the body's field takes, as text (issue 33: it said
+    any string, so a fuzzer sent a mapping that is not JSON): the same string, no null
+    and no empty value where the body takes none; a JSON object as JSON text."""
+    for path, shape in (("/api/user", "GetOrCreateRequest"), ("/api/user/end-user", "EndUserId")):
+        fields = schema["components"]["schemas"][shape]["properties"]
+        for parameter in schema["paths"][path]["get"]["parameters"]:
+            described = fields[parameter["name"]]
+            assert "allowEmptyValue" not in parameter, parameter
+            if parameter["name"] in ("mapping", "properties"):
+                assert parameter["content"] == {"application/json": {"schema": described}}
+                assert "schema" not in parameter
+            else:
+                assert "null" not in json.dumps(parameter["schema"]), parameter
+    (user_group_id,) = [
+        p for p in operation(schema, "get")["parameters"] if p["name"] == "user_group_id"
+    ]
+    assert user_group_id["schema"] == {"type": "string", "minLength": 1, "maxLength": 255,
+                                       "pattern": "^[^\\u0000]*$"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("method", "statuses"),
     [
-        ("get", {"200", "400", "401", "403", "411", "413", "415", "429", "503"}),
-        ("post", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
-        ("put", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "503"}),
-        ("delete", {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "503"}),
+        (
+            "get",
+            {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "501", "503"},
+        ),
+        ("post", {"200", "400", "401", "403", "404", "411", "413", "415", "429", "501", "503"}),
+        (
+            "put",
+            {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "501", "503"},
+        ),
+        (
+            "delete",
+            {"200", "400", "401", "403", "404", "409", "411", "413", "415", "429", "501", "503"},
+        ),
     ],
 )
 def test_every_response_is_described(schema, method, statuses):
@@ -447,31 +479,6 @@ def test_a_host_view_using_the_apps_authentication_is_documented_without_warning
     assert schemes["EmbedAuth"]["description"].startswith("`Embed <embed token>`")
 
 
-def docs_host_views() -> list[type]:
-    """The views docs/host-views.md writes, each Python block run after the ones before it
-    (as a reader's views.py grows); ``urls.py`` blocks left out (they import ``mysite``)."""
-    from rest_framework.views import APIView
-
-    from tests.support import ROOT
-
-    page = (ROOT / "docs" / "host-views.md").read_text()
-    blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
-    namespace: dict = {"__name__": "docs_host_views"}
-    views = []
-    for block in blocks:
-        if block.startswith("# urls.py"):
-            continue
-        before = dict(namespace)
-        exec(block, namespace)  # the docs' own code, as written
-        views += [
-            value
-            for name, value in namespace.items()
-            if isinstance(value, type) and issubclass(value, APIView) and before.get(name) is not value
-            and value is not APIView
-        ]  # fmt: skip
-    return views
-
-
 def test_the_docs_host_views_are_described_without_errors_with_their_refusals(capsys):
     """``manage.py spectacular`` over the host views the docs show: no "unable to guess
     serializer", and the embed authentication's 401 and 403 in the app's Error shape."""
@@ -609,7 +616,8 @@ def test_the_rules_no_schema_can_state_are_said_in_words(schema):
     components = schema["components"]["schemas"]
     for name in ("GetOrCreateRequest", "UpdateRequest"):
         parent = components[name]["properties"]["parent_user_group_id"]
-        assert "400" in parent["description"] and "not 404" in parent["description"]
+        assert "404 `not_found`" in parent["description"]
+        assert "409 `conflict`" in parent["description"]
     url = components["CreateWebhook"]["properties"]["url"]
     assert "resolve" in url["description"]
 

@@ -163,7 +163,7 @@ OPERATIONS = {
     "get_or_create": ("GET", GROUP_KEYS, {}),
     "rotate": ("POST", ROTATED_KEYS, NOT_FOUND),
     "update": ("PUT", GROUP_KEYS, NOT_FOUND),
-    "rename": ("PUT", GROUP_KEYS, {**NOT_FOUND, 400: ("invalid", {"new_user_group_id"})}),
+    "rename": ("PUT", GROUP_KEYS, {**NOT_FOUND, 409: ("conflict", None)}),
     "delete": ("DELETE", DELETED_KEYS, NOT_FOUND),
     "delete_by_token": ("DELETE", DELETED_KEYS, NOT_FOUND),
 }

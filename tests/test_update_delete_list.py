@@ -46,6 +46,14 @@ class TestUpdate:
         ]
         assert stored["name"] == "Renamed" and stored["mapping"] == {"orders": "7"}
 
+    def test_a_whole_number_in_the_mapping_is_its_decimal_string(self, api_client, group):
+        """Written with a fraction too (``7.0``): JSON Schema's ``integer`` includes it."""
+        mapping = {"orders": 7.0, "sales": 7, "big": 1e20}
+        response = send(api_client, "PUT", {"user_group_id": group.provided_id, "mapping": mapping})
+        assert response.status_code == 200, response.content
+        expected = {"orders": "7", "sales": "7", "big": "100000000000000000000"}
+        assert response.json()["user_group"]["mapping"] == expected
+
     def test_properties_replaced_and_cleared(self, api_client, group):
         send(api_client, "PUT", {"user_group_id": group.provided_id, "properties": {"tier": 2}})
         assert UserGroup.objects.get(pk=group.pk).properties == {"tier": 2}
@@ -64,7 +72,7 @@ class TestUpdate:
     def test_another_integrity_error_is_not_reported_as_a_taken_id(
         self, api_client, mapped_group, monkeypatch
     ):
-        """Only a rename onto an id the workspace has is 400: a constraint failing for
+        """Only a rename onto an id the workspace has is 409: a constraint failing for
         another reason (here a mapping row) is the error it is, and changes nothing."""
 
         def failing_bulk_create(queryset, objs, *args, **kwargs):
@@ -84,16 +92,20 @@ class TestUpdate:
             send(api_client, "PUT", body)
         assert (list(UserGroup.objects.values()), list(SchemaMapping.objects.values())) == before
 
-    def test_rename_onto_an_existing_id_is_invalid(self, api_client, workspace, group):
+    def test_rename_onto_an_existing_id_is_a_conflict(self, api_client, workspace, group):
+        """Well formed, refused by what is stored: 409 (issue 33; it was a 400, which a
+        fuzzer takes for valid data refused)."""
         other = UserGroupFactory(workspace=workspace)
         response = send(
             api_client,
             "PUT",
             {"user_group_id": group.provided_id, "new_user_group_id": other.provided_id},
         )
-        assert response.status_code == 400
-        assert response.json()["error"]["code"] == "invalid"
-        assert list(response.json()["error"]["fields"]) == ["new_user_group_id"]
+        assert response.status_code == 409
+        assert response.json()["error"] == {
+            "code": "conflict",
+            "message": "Another user group of this workspace has the id new_user_group_id names.",
+        }
         assert UserGroup.objects.get(pk=group.pk).provided_id == group.provided_id
 
     def test_unknown_is_404(self, api_client, db):

@@ -214,6 +214,15 @@ def test_bad_registrations_are_400_naming_the_field(api_client, change, field):
     assert not Webhook.objects.exists()
 
 
+def test_a_url_as_long_as_the_schema_allows_is_registered(api_client):
+    """0.4 refused a URL over 255 characters (the fields' default limit) while the
+    schema, and the column, say 2000 (issue 33)."""
+    url = PUBLIC_URL + "/" + "a" * (addresses.MAX_URL_LENGTH - len(PUBLIC_URL) - 1)
+    assert len(url) == addresses.MAX_URL_LENGTH == 2000
+    assert register(api_client, url=url)["url"] == url
+    assert Webhook.objects.get().url == url
+
+
 @pytest.mark.parametrize("body", [{}, {"webhook_id": 5}, {"webhook_id": "x" * 41}])
 def test_bad_deletions_are_400_naming_the_field(api_client, body):
     assert_error(send(api_client, "DELETE", body, HOOK), 400, "invalid", ["webhook_id"])
@@ -592,6 +601,8 @@ CARRYING_PRIVATE_IPV4 = [
     "::a9fe:a9fe",  # IPv4-compatible 169.254.169.254
     "::ffff:169.254.169.254",  # IPv4-mapped
     "::ffff:a00:1",  # IPv4-mapped 10.0.0.1, in hex
+    "::ffff:0:7f00:1",  # IPv4-translated (RFC 2765) 127.0.0.1
+    "::ffff:0:a9fe:a9fe",  # IPv4-translated 169.254.169.254
     "2001:0:808:808::f5ff:fffe",  # Teredo: server 8.8.8.8, client 10.0.0.1
     "2001:0:a00:1::f7f7:f7f7",  # Teredo: server 10.0.0.1, client 8.8.8.8
 ]
@@ -645,6 +656,7 @@ def test_a_delivery_refuses_a_name_that_now_resolves_to_a_carried_private_ipv4(
         *((address, False) for address in CARRYING_PRIVATE_IPV4),
         ("::ffff:8.8.8.8", True),  # judged by the IPv4 each carries
         ("::8.8.8.8", True),
+        ("::ffff:0:808:808", True),
         ("64:ff9b::808:808", True),
         ("2002:808:808::1", True),
         ("2001:0:808:808::f7f7:f7f7", True),  # Teredo: server and client 8.8.8.8

@@ -39,8 +39,23 @@ def _check_storable(text: str) -> None:
         raise ValidationError(_("Must be valid Unicode (no lone surrogates)."), code="surrogates")
 
 
+def json_integer(value: Any) -> int | None:
+    """``value`` as an int if JSON counts it an integer, else None: an int (not a bool), or
+    a float with no fraction (``7252.0``), which JSON Schema's ``integer`` includes and a
+    client's JSON library may write for a whole number. The one rule for every integer a
+    body holds."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def validate_mapping(value: Any) -> dict[str, str]:
-    """Schema id -> data source id; an integer data source id becomes its decimal string."""
+    """Schema id -> data source id; an integer data source id (:func:`json_integer`)
+    becomes its decimal string."""
     if not isinstance(value, dict):
         raise ValidationError(
             _("Must be an object of schema id to data source id."), code="invalid"
@@ -52,8 +67,8 @@ def validate_mapping(value: Any) -> dict[str, str]:
         )
     mapping = {}
     for schema_id, source in value.items():
-        if isinstance(source, int) and not isinstance(source, bool):
-            source = str(source)
+        if (number := json_integer(source)) is not None:
+            source = str(number)
         try:
             check_text(schema_id)
             check_text(source)

@@ -3,6 +3,7 @@
 
 import contextlib
 import json
+import re
 from datetime import timedelta
 from typing import Any
 from unittest import mock
@@ -13,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.test import APIClient, APIRequestFactory
 from rest_framework.views import APIView
 
+from tests.support import ROOT
 from tests.support.api import send
 from usergroups.auth.embed import EmbedTokenAuthentication
 from usergroups.auth.permissions import HasEmbedToken
@@ -82,3 +84,24 @@ def dashboard(token: str | None, view=DashboardView, scheme: str = "Embed", **he
     response.render()
     response.json = lambda: json.loads(response.content)  # as the test client's answers
     return response
+
+
+def docs_host_views() -> list[type[APIView]]:
+    """The views docs/host-views.md writes, each Python block run after the ones before it
+    (as a reader's views.py grows); ``urls.py`` blocks left out (they import ``mysite``)."""
+    page = (ROOT / "docs" / "host-views.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", page, re.M | re.S)
+    namespace: dict = {"__name__": "docs_host_views"}
+    views = []
+    for block in blocks:
+        if block.startswith("# urls.py"):
+            continue
+        before = dict(namespace)
+        exec(block, namespace)  # the docs' own code, as written
+        views += [
+            value
+            for name, value in namespace.items()
+            if isinstance(value, type) and issubclass(value, APIView) and before.get(name) is not value
+            and value is not APIView
+        ]  # fmt: skip
+    return views

@@ -4,15 +4,18 @@ The schema states every rule of a request's shape, those across fields included 
 revocation's one axis, ``subtree`` only with ``user_group_id``, ``exclusive`` only with
 ``end_user``). Some things that decide a request's fate are not shape, and no OpenAPI
 document can say them; these hooks make the generated data meet them (for valid cases),
-so that a refusal of valid data, or an acceptance of invalid data, is a real finding:
+so that the run reaches what the API does with data it takes, and a refusal of valid
+data, or an acceptance of invalid data, is a real finding. (A run without hooks takes
+the repository's ``schemathesis.toml``, which says what the API answers instead:
+tests/test_schemathesis.py.)
 
-* ``parent_user_group_id`` must name a group that exists: the hooks name the one the
-  test made (``USERGROUPS_FUZZ_PARENT``);
-* ``new_user_group_id`` must not be another group's id: the hooks make it unique;
-* JSON Schema counts ``60.0`` as an integer; the API, strict about types, does not
-  (CONTRACT: integers are integers): the hooks send integral numbers as integers;
-* a revocation's ``embed_token`` must be a live token (one the hooks cannot make): such
-  a case revokes the test's group instead;
+* ``parent_user_group_id`` must name a group that exists (else 404): the hooks name the
+  one the test made (``USERGROUPS_FUZZ_PARENT``), so that creates under a parent are
+  made, not refused;
+* ``new_user_group_id`` must not be another group's id (else 409): the hooks make it
+  unique, so that renames are made;
+* a revocation's ``embed_token`` must be a live token (one the hooks cannot make; else
+  404): such a case revokes the test's group instead;
 * the parent every case names must survive the run: a case naming it as its own
   ``user_group_id`` names another id;
 * an operation whose query string stands in for a body not sent needs its id in one of
@@ -39,17 +42,9 @@ from schemathesis import GenerationMode
 from schemathesis.core import NOT_SET
 
 _unique = itertools.count()
-INTEGER_FIELDS = ("expires_in",)
 # A globally routable address (not a documentation range): nothing is sent there, as the
 # fuzzed site runs no task worker.
 PUBLIC_WEBHOOK_ORIGIN = "https://203.0.114.10"
-
-
-def _integers(value: Any) -> Any:
-    """``value`` with integral floats written as integers (mapping values, expires_in)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 #: Operations whose query string stands in for a body not sent (CONTRACT section 3), and
@@ -133,11 +128,6 @@ def map_case(context: Any, case: Any) -> Any:
         body["url"] = f"{PUBLIC_WEBHOOK_ORIGIN}/{path}"[:2000]
     if isinstance(body.get("new_user_group_id"), str):
         body["new_user_group_id"] = f"{body['new_user_group_id'][:200]}~{next(_unique)}"
-    for name in INTEGER_FIELDS:
-        if name in body:
-            body[name] = _integers(body[name])
-    if isinstance(body.get("mapping"), dict):
-        body["mapping"] = {key: _integers(value) for key, value in body["mapping"].items()}
     case.body = body
     return case
 

@@ -1,5 +1,7 @@
 """Bodies sent with ``Transfer-Encoding: chunked``: read, refused with 411, or 400 when
-their framing is malformed (CONTRACT sections 3 and 8a).
+their framing is malformed (CONTRACT sections 3 and 8a). Any other transfer coding
+(``gzip, chunked``: gunicorn de-chunks and hands over the gzip coding as it came) is 501,
+and nothing is read: the app decodes none.
 
 Django sizes a body by ``Content-Length`` alone: without one the body reads as empty,
 so a chunked create would be answered as a request without a body (or from its query
@@ -22,13 +24,27 @@ from django.http import HttpRequest
 from rest_framework.request import Request
 
 from usergroups.conf import usergroups_settings
-from usergroups.errors.failures import LengthRequired, MalformedBody, RequestTooLarge
+from usergroups.errors.failures import (
+    LengthRequired,
+    MalformedBody,
+    RequestTooLarge,
+    UnsupportedTransferCoding,
+)
 
 
-def is_chunked(request: HttpRequest) -> bool:
-    """Whether the body has a transfer coding, hence no length known up front."""
-    coding = request.META.get("HTTP_TRANSFER_ENCODING", "").strip().lower()
-    return coding not in ("", "identity")
+def transfer_codings(request: HttpRequest) -> list[str]:
+    """The codings ``Transfer-Encoding`` lists, in order, lowercased (RFC 9110's list:
+    empty elements are none; several headers come joined by commas)."""
+    header = request.META.get("HTTP_TRANSFER_ENCODING", "")
+    return [
+        coding.lower() for coding in (part.strip(" \t") for part in header.split(",")) if coding
+    ]
+
+
+def has_transfer_coding(request: HttpRequest) -> bool:
+    """Whether the body has a transfer coding, hence no length known up front: read by
+    :class:`ChunkedBodyRequest`, which refuses every coding but ``chunked``."""
+    return bool(transfer_codings(request))
 
 
 def dechunked_input(request: HttpRequest) -> IO[bytes] | HttpRequest | None:
@@ -66,13 +82,17 @@ class ChunkedBodyRequest(Request):
 
     def __init__(self, request: HttpRequest, **kwargs: Any) -> None:
         super().__init__(request, **kwargs)
+        self.codings = transfer_codings(request)
         self.server_input = dechunked_input(request)
         self.body_read: bytes | None = None
 
     def read_body(self) -> bytes:
-        """The body, read once: 411 if the server cannot give it, 413 if over
-        ``MAX_BODY_BYTES``, 400 ``invalid`` if its chunk framing is malformed."""
+        """The body, read once: 501 for a transfer coding other than ``chunked`` alone
+        (nothing read), 411 if the server cannot give it, 413 if over ``MAX_BODY_BYTES``,
+        400 ``invalid`` if its chunk framing is malformed."""
         if self.body_read is None:
+            if self.codings != ["chunked"]:
+                raise UnsupportedTransferCoding()
             if self.server_input is None:
                 raise LengthRequired()
             self.body_read = read_to_end(self.server_input, usergroups_settings.MAX_BODY_BYTES)

@@ -1,7 +1,8 @@
 """Request validation and answer shapes of ``/api/user/embed-token`` (CONTRACT section 6).
 
-Strict like the rest of the API: strings are strings, integers are integers (not
-``true``, not ``60.0``, not ``"60"``), and every bad field is named in ``fields``.
+Strict like the rest of the API: strings are strings, integers are integers (``60`` or
+``60.0``, as JSON Schema counts them; not ``true``, not ``60.5``, not ``"60"``), and every
+bad field is named in ``fields``.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from usergroups.embed.grant import EmbedGrant
 from usergroups.embed.origins import MAX_ORIGIN_LENGTH, normalize_origin
 from usergroups.embed.tokens import MAX_TOKEN_BYTES, timestamp_text
 from usergroups.services.embed import EndUserSpec
-from usergroups.validators import validate_properties
+from usergroups.validators import json_integer, validate_properties
 
 if TYPE_CHECKING:
     from usergroups.services.embed import MintedToken
@@ -55,12 +56,13 @@ class ExpiresInField(serializers.Field):
 
     def to_internal_value(self, data: Any) -> int:
         longest = usergroups_settings.EMBED_TOKEN_MAX_SECONDS
-        if type(data) is not int or not MIN_EXPIRES_IN <= data <= longest:
+        seconds = json_integer(data)
+        if seconds is None or not MIN_EXPIRES_IN <= seconds <= longest:
             raise serializers.ValidationError(
                 _("Must be an integer number of seconds from %(min)s to %(max)s.")
                 % {"min": MIN_EXPIRES_IN, "max": longest}
             )
-        return data
+        return seconds
 
 
 class ParamsField(serializers.Field):
@@ -183,8 +185,8 @@ class RevokeRequestSerializer(RequestSerializer):
     )
     embed_token = EmbedTokenField(
         required=False,
-        help_text="That one token; one that is not a live token of this workspace is 400 "
-        "`invalid` naming it.",
+        help_text="That one token; one that is not a live token of this workspace is 404 "
+        "`not_found`.",
     )
     all = TrueField(required=False, help_text="Every token of the workspace.")
 

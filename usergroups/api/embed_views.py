@@ -156,7 +156,10 @@ class EmbedTokenRevokeView(EmbedScopeView):
             "Revoke embed tokens",
             RevokeAnswer,
             request=RevokeRequestSerializer,
-            failures={404: "`not_found`: no such group (or end user) here."},
+            failures={
+                404: "`not_found`: no such group (or end user) here, or `embed_token` is not "
+                "a live embed token of this workspace (forged, expired, revoked or another's)."
+            },
         )
     }
 
@@ -179,9 +182,7 @@ class EmbedTokenRevokeView(EmbedScopeView):
                 raise NotFound(NO_END_USER)
         elif axis == "embed_token":
             if embed.revoke_embed_token(workspace, data["embed_token"]) is None:
-                raise ValidationError(
-                    {"embed_token": [_("Not a live embed token of this workspace.")]}
-                )
+                raise NotFound(_("No live embed token of this workspace is this one."))
         else:
             embed.revoke_workspace_embed_tokens(workspace)
         return Response(answer)

@@ -8,6 +8,7 @@ under OpenAPI 3.1 also ``const``, ``propertyNames``, ``dependentRequired``, ``if
 Loaded by the app only when drf-spectacular is installed; it imports no view.
 """
 
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -178,7 +179,7 @@ class ErrorSerializer(serializers.Serializer):
 
 
 #: The failures that concern a body: an operation that reads none does not answer them.
-BODY_ONLY = (411, 413, 415)
+BODY_ONLY = (411, 413, 415, 501)
 
 
 def _link(operation_id: str, alone: bool = False, **body: str) -> Schema:
@@ -201,6 +202,27 @@ LINKS: dict[str, Schema] = {"get_or_create_user_group": {
     "ListChildren": {"operationId": "list_user_groups",
                      "parameters": {"parent_user_group_id": _GROUP_ID}},
 }}  # fmt: skip
+
+
+#: Fields whose value is a JSON object: in a query string, JSON text.
+JSON_TEXT_FIELDS = (api.MappingField, api.PropertiesField)
+
+
+def as_query_text(field: serializers.Field, described: Schema) -> Schema:
+    """The query parameter that stands for a body field described as ``described``: the
+    same string (a query string holds no null), or, for a JSON object, its JSON text as
+    OpenAPI writes one (``content``)."""
+    if isinstance(field, JSON_TEXT_FIELDS):
+        return {"content": {"application/json": {"schema": copy.deepcopy(described)}}}
+    alternatives = [
+        {key: value for key, value in option.items() if key != "nullable"}
+        for option in described.get("oneOf", [described])
+        if option.get("type") != "null"
+    ]
+    schema = alternatives[0] if len(alternatives) == 1 else {**described, "oneOf": alternatives}
+    if isinstance(schema.get("type"), list):  # ["string", "null"]
+        schema = {**schema, "type": next(kind for kind in schema["type"] if kind != "null")}
+    return {"schema": schema}
 
 
 def cross_field_rules(shape: type[api.RequestSerializer]) -> Schema:
@@ -276,13 +298,19 @@ class OperationSchema(UserGroupAutoSchema):
     def get_request_serializer(self) -> Any:
         return self.declared.request
 
-    def get_override_parameters(self) -> list[Any]:
+    def body_in_query(self) -> dict[str, serializers.Field]:
+        """The fields of a GET's body that the query string may give instead (a client
+        that cannot send a body with GET): each of them."""
         declared = self.declared
-        if declared.query is not None:
-            return [declared.query]
-        if self.method == "GET" and declared.request is not None:  # as text, for a body not sent
-            return [OpenApiParameter(name, str) for name in declared.request().fields.keys()]
-        return []
+        if self.method != "GET" or declared.query is not None or declared.request is None:
+            return {}
+        return dict(declared.request().fields)
+
+    def get_override_parameters(self) -> list[Any]:
+        if self.declared.query is not None:
+            return [self.declared.query]
+        # Named here; described as their body fields in get_operation.
+        return [OpenApiParameter(name, str) for name in self.body_in_query()]
 
     def get_response_serializers(self) -> Any:
         declared, view = self.declared, cast("WorkspaceAPIView", self.view)
@@ -300,9 +328,15 @@ class OperationSchema(UserGroupAutoSchema):
         operation = super().get_operation(*args, **kwargs)
         if operation is None:
             return None
-        request = self.declared.request
+        request, in_query = self.declared.request, self.body_in_query()
         if request is not None:
             component = self.resolve_serializer(request, "request")
+            if component.schema is not None:
+                for parameter in operation.get("parameters", []):
+                    if parameter["name"] in in_query:
+                        described = component.schema["properties"][parameter["name"]]
+                        del parameter["schema"]
+                        parameter.update(as_query_text(in_query[parameter["name"]], described))
             if component.schema is not None and issubclass(request, api.RequestSerializer):
                 component.schema.update(cross_field_rules(request))
                 if request.exactly_one_of and "requestBody" in operation:
@@ -315,7 +349,8 @@ class OperationSchema(UserGroupAutoSchema):
                     "required": not (self.method == "GET" and operation.get("parameters")),
                 }
         for parameter in operation.get("parameters", []):
-            if parameter["in"] == "query" and not parameter.get("required"):
+            optional = parameter["in"] == "query" and not parameter.get("required")
+            if optional and parameter["name"] not in in_query:
                 parameter["allowEmptyValue"] = True  # DRF reads an empty value as none
         if operation["operationId"] in LINKS:
             operation["responses"]["200"]["links"] = LINKS[operation["operationId"]]

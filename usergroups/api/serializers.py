@@ -27,7 +27,8 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
-        return check_text(super().to_internal_value(data), allow_empty=self.allow_blank)
+        value = super().to_internal_value(data)
+        return check_text(value, self.max_length or MAX_ID_LENGTH, allow_empty=self.allow_blank)
 
 
 class MappingField(serializers.Field):
@@ -61,8 +62,8 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 PARENT_HELP = (
-    "A group of the same workspace. Unknown, a cycle, or a change that makes any group "
-    "deeper than MAX_HIERARCHY_DEPTH: 400 `invalid` naming this field (not 404)."
+    "A group of the same workspace: one it does not have is 404 `not_found`. A cycle, or "
+    "a change that makes any group deeper than MAX_HIERARCHY_DEPTH, is 409 `conflict`."
 )
 
 
@@ -179,7 +180,7 @@ class UpdateRequestSerializer(serializers.Serializer):
 
     user_group_id = StrictCharField()
     new_user_group_id = StrictCharField(
-        required=False, help_text="Renames the group; another group's id: 400."
+        required=False, help_text="Renames the group; another group's id is 409 `conflict`."
     )
     name = StrictCharField(required=False, allow_blank=True)
     mapping = MappingField(required=False, allow_null=True)

@@ -20,7 +20,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from usergroups import audit_context, scopes
-from usergroups.api.chunked import ChunkedBodyRequest, is_chunked
+from usergroups.api.chunked import ChunkedBodyRequest, has_transfer_coding
 from usergroups.api.parsers import JSONObjectParser, loads_strict
 from usergroups.api.querystring import query_params
 from usergroups.api.serializers import (
@@ -106,8 +106,21 @@ def get_or_create_input(request: Request) -> Any:
     return data
 
 
-def invalid_parent(exc: groups.InvalidParent) -> ValidationError:
-    return ValidationError({"parent_user_group_id": [str(exc)]})
+#: A parent named that is no group of the workspace: 404, like any group named that is not.
+UNKNOWN_PARENT = _("No user group of this workspace has the id parent_user_group_id names.")
+UNKNOWN_PARENT_WORDS = "`not_found`: `parent_user_group_id` names no group of this workspace."
+PARENT_CONFLICT_WORDS = (
+    "under `parent_user_group_id` some group would be deeper than MAX_HIERARCHY_DEPTH, or "
+    "(a move) under itself or one of its descendants."
+)
+
+
+def refused_parent(exc: groups.InvalidParent) -> NotFound | Conflict:
+    """404 for a parent that does not exist; 409 for one the hierarchy as stored refuses
+    (a cycle, too deep): the request is well formed either way."""
+    if isinstance(exc, groups.UnknownParent):
+        return NotFound(UNKNOWN_PARENT)
+    return Conflict(str(exc))
 
 
 class Operation(NamedTuple):
@@ -154,6 +167,8 @@ class WorkspaceAPIView(APIView):
         413: "`request_too_large`: the body is over MAX_BODY_BYTES.",
         415: "`unsupported_media_type`: a body that is not JSON.",
         429: "`throttled`: over the per-key rate; see Retry-After.",
+        501: "`unsupported_transfer_coding`: a body sent with a transfer coding other than "
+        "`chunked` alone; nothing is read.",
         503: "`service_unavailable`: the database failed; see Retry-After. Where a token is "
         "shown, `token_unavailable`: no configured secret opens it.",
     }
@@ -163,7 +178,7 @@ class WorkspaceAPIView(APIView):
     metadata_class = None  # OPTIONS is not part of the API: 405 like any other method
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        if not is_chunked(request):
+        if not has_transfer_coding(request):
             return super().initialize_request(request, *args, **kwargs)
         # DRF's own construction, of the request that reads a chunked body (Django would
         # read it as empty): usergroups.api.chunked.
@@ -231,6 +246,7 @@ class UserGroupView(WorkspaceAPIView):
             "Get or create a user group",
             GetOrCreateAnswer,
             request=GetOrCreateRequestSerializer,
+            failures={404: UNKNOWN_PARENT_WORDS, 409: f"`conflict`: {PARENT_CONFLICT_WORDS}"},
             scopes=(scopes.READ, scopes.WRITE),
         ),
         "POST": Operation(
@@ -245,7 +261,11 @@ class UserGroupView(WorkspaceAPIView):
             "Update a user group (extension)",
             UserGroupAnswer,
             request=UpdateRequestSerializer,
-            failures={404: "`not_found`: no group of this workspace has this id."},
+            failures={
+                404: "`not_found`: no group of this workspace has this id, or "
+                "`parent_user_group_id` names none.",
+                409: f"`conflict`: another group has `new_user_group_id`, or {PARENT_CONFLICT_WORDS}",
+            },
         ),
         "DELETE": Operation(
             "delete_user_group",
@@ -280,7 +300,7 @@ class UserGroupView(WorkspaceAPIView):
                 authorize=partial(require_scope, api_key),
             )
         except groups.InvalidParent as exc:
-            raise invalid_parent(exc) from None
+            raise refused_parent(exc) from None
         return Response(
             {"success": 1, "new_user_group": created, "user_group": UserGroupSerializer(group).data}
         )
@@ -309,11 +329,12 @@ class UserGroupView(WorkspaceAPIView):
                 serializer.changes(),
             )
         except groups.ProvidedIdTaken:
-            raise ValidationError(
-                {"new_user_group_id": [_("Another user group of this workspace has this id.")]}
+            # Well formed, and refused by what is stored: a conflict, as for a parent.
+            raise Conflict(
+                _("Another user group of this workspace has the id new_user_group_id names.")
             )
         except groups.InvalidParent as exc:
-            raise invalid_parent(exc) from None
+            raise refused_parent(exc) from None
         if group is None:
             raise NotFound(_("No user group of this workspace has this id."))
         return Response({"success": 1, "user_group": UserGroupSerializer(group).data})

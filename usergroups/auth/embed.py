@@ -100,8 +100,9 @@ class EmbedTokenAuthentication(AuthorizationHeaderAuthentication):
     keyword = KEYWORD
     #: What it refuses, by status: the OpenAPI description of a view that lists it says so.
     refusals = {
-        401: "`token_expired` (fetch a new token and repeat once) or `authentication_failed` "
-        '(forged, malformed or revoked); `WWW-Authenticate: Embed error="<code>"`.',
+        401: "`not_authenticated` (no token; `WWW-Authenticate: Embed`), `token_expired` "
+        "(fetch a new token and repeat once) or `authentication_failed` (forged, malformed "
+        'or revoked); `WWW-Authenticate: Embed error="<code>"`.',
         403: "`origin_not_allowed` (the token is locked to another origin) or "
         "`permission_denied` (minted for another `resource`).",
     }

@@ -17,6 +17,7 @@ from usergroups import crypto
 from usergroups.auth.api_key import AuthorizationHeaderAuthentication
 from usergroups.auth.principal import GroupPrincipal
 from usergroups.conf import usergroups_settings
+from usergroups.errors.failures import ContractFailure
 from usergroups.records import GroupRecord
 from usergroups.services import lineage
 
@@ -33,6 +34,11 @@ def resolve_group_token(token: object) -> GroupRecord | None:
         return None
     digest = crypto.digest(token)
     return lineage.find_group(lineage.BY_TOKEN, digest, digest, timezone.now())
+
+
+class GroupTokenRefused(ContractFailure, AuthenticationFailed):
+    """401 ``authentication_failed``: the contract's body under any exception handler, as
+    the schema of a host's view says; DRF adds the view's challenge (``GroupToken``)."""
 
 
 class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
@@ -52,8 +58,8 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     keyword = "GroupToken"
     #: What it refuses, by status: the OpenAPI description of a view that lists it says so.
     refusals = {
-        401: "`authentication_failed`: not a current group token (any, when "
-        "EMBED_ACCEPT_GROUP_TOKENS is false)."
+        401: "`not_authenticated` (no token) or `authentication_failed`: not a current group "
+        "token (any, when EMBED_ACCEPT_GROUP_TOKENS is false)."
     }
     lookup: Callable[[object], GroupRecord | None] = staticmethod(resolve_group_token)
 
@@ -61,8 +67,8 @@ class GroupTokenAuthentication(AuthorizationHeaderAuthentication):
     def authenticate_credentials(self, credential: str) -> tuple[GroupPrincipal, GroupRecord]:
         if not usergroups_settings.EMBED_ACCEPT_GROUP_TOKENS:
             # The host serves its dashboards to embed tokens only: no query, no lookup.
-            raise AuthenticationFailed(_("Group tokens are not accepted here; use an embed token."))
+            raise GroupTokenRefused(_("Group tokens are not accepted here; use an embed token."))
         group = self.lookup(credential)
         if group is None:
-            raise AuthenticationFailed(_("Invalid or rotated group token."))
+            raise GroupTokenRefused(_("Invalid or rotated group token."))
         return GroupPrincipal.of(group), group

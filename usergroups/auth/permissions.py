@@ -1,6 +1,11 @@
 """DRF permissions: which authentication a view's requests must have passed, and which
 scope (:mod:`usergroups.scopes`) their API key must hold.
 
+A host's view guarded by :class:`HasGroupToken` or :class:`HasEmbedToken` refuses a
+request that no authentication class let in (no token at all) with the contract's 401
+``not_authenticated`` body, whatever the site's exception handler, as the schema of such a
+view says (:mod:`usergroups.api.openapi`).
+
 Scopes are checked in one place, :func:`require_scope`: by :class:`HasScope` for the
 operations whose scope is known from the method alone, before anything is read, and by
 the get-or-create service for GET of ``/api/user``, whose scope depends on whether the
@@ -14,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from usergroups.embed.grant import EmbedGrant
+from usergroups.errors.failures import CredentialsMissing
 from usergroups.models import APIKey
 from usergroups.records import GroupRecord
 
@@ -25,12 +31,22 @@ class HasAPIKey(BasePermission):
         return isinstance(request.auth, APIKey)
 
 
+def refuse_without_credentials(request: Request) -> None:
+    """401 :class:`CredentialsMissing` when no authentication class let the request in;
+    one that did (a session, another token) is left to the permission's own answer."""
+    if request.successful_authenticator is None:
+        raise CredentialsMissing()
+
+
 class HasGroupToken(BasePermission):
     """Lets a request in only when ``GroupTokenAuthentication`` accepted its token
     (``request.auth`` is then the token's :class:`~usergroups.records.GroupRecord`)."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        return isinstance(request.auth, GroupRecord)
+        if isinstance(request.auth, GroupRecord):
+            return True
+        refuse_without_credentials(request)
+        return False
 
 
 class HasEmbedToken(BasePermission):
@@ -41,7 +57,10 @@ class HasEmbedToken(BasePermission):
     message = _("This needs an embed token.")
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        return isinstance(request.auth, EmbedGrant)
+        if isinstance(request.auth, EmbedGrant):
+            return True
+        refuse_without_credentials(request)
+        return False
 
 
 def scope_message(scope: str) -> str:

@@ -9,8 +9,8 @@ group and hands to a browser, instead of the long-lived group token.
 
 Elsewhere, by job: the ``/api/user/embed-token`` endpoints are
 :mod:`usergroups.api.embed_views` and :mod:`usergroups.api.embed_serializers`;
-``Authorization: Embed <token>`` for a host's endpoints is :mod:`usergroups.auth.embed`
-(``.authentication`` here is its deprecated old path); a token's one verification, to a
-grant or a refusal, is :mod:`usergroups.services.verification`; minting, introspection
-and revocation are :mod:`usergroups.services.embed`.
+``Authorization: Embed <token>`` for a host's endpoints is :mod:`usergroups.auth.embed`;
+a token's one verification, to a grant or a refusal, is
+:mod:`usergroups.services.verification`; minting, introspection and revocation are
+:mod:`usergroups.services.embed`.
 """

@@ -30,6 +30,13 @@ def failure_body(code: str, message: str, fields: dict[str, Any] | None = None) 
     return {"success": 0, "error": error}
 
 
+class CredentialsMissing(ContractFailure, exceptions.NotAuthenticated):
+    """401 ``not_authenticated`` of a host's view that no authentication class let in: the
+    contract's body under any exception handler (DRF's ``NotAuthenticated`` answers
+    ``{"detail": ...}`` under DRF's own), and, being DRF's ``NotAuthenticated``, the
+    ``WWW-Authenticate`` of the view's first authentication class."""
+
+
 class RequestTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = _("The request body is too large.")
@@ -42,6 +49,18 @@ class LengthRequired(exceptions.APIException):
     status_code = status.HTTP_411_LENGTH_REQUIRED
     default_detail = _("This server cannot read a chunked body; send Content-Length.")
     default_code = "length_required"
+
+
+class UnsupportedTransferCoding(exceptions.APIException):
+    """A body sent with a transfer coding other than ``chunked`` alone (``gzip, chunked``):
+    the app decodes none, so it reads nothing rather than misread it (RFC 9112 section 6.1)."""
+
+    status_code = status.HTTP_501_NOT_IMPLEMENTED
+    default_detail = _(
+        "Only the chunked transfer coding is supported: send the body with Content-Length, "
+        "or with Transfer-Encoding: chunked alone."
+    )
+    default_code = "unsupported_transfer_coding"
 
 
 class MalformedBody(exceptions.APIException):

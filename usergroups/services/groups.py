@@ -32,7 +32,7 @@ from usergroups.models import SchemaMapping, UserGroup
 from usergroups.read_model import reads
 from usergroups.records import Ancestor, GroupRecord
 from usergroups.services import audit, hierarchy, lineage
-from usergroups.services.hierarchy import InvalidParent
+from usergroups.services.hierarchy import InvalidParent, UnknownParent
 from usergroups.services.retry import retry_on_deadlock
 from usergroups.signals import (
     group_created,
@@ -43,7 +43,7 @@ from usergroups.signals import (
     token_rotated,
 )
 
-__all__ = ["HasChildren", "InvalidParent", "ProvidedIdTaken"]
+__all__ = ["HasChildren", "InvalidParent", "ProvidedIdTaken", "UnknownParent"]
 
 logger = get_logger(__name__)
 

@@ -26,6 +26,10 @@ class InvalidParent(Exception):
     """A parent the hierarchy's rules refuse; ``str()`` says why, for the caller."""
 
 
+class UnknownParent(InvalidParent):
+    """The parent named is no group of the workspace."""
+
+
 def lock_workspace(workspace_id: int) -> None:
     """Lock the workspace's row until the transaction ends: the hierarchy changes of one
     workspace queue here. PostgreSQL's ``FOR NO KEY UPDATE`` leaves inserts of groups
@@ -38,14 +42,14 @@ def lock_workspace(workspace_id: int) -> None:
 
 def parent_chain(workspace_id: int, parent_provided_id: str) -> list[Ancestor]:
     """The would-be parent named by ``parent_provided_id`` and its ancestors, root first;
-    :class:`InvalidParent` if the workspace has no such group. Two queries."""
+    :class:`UnknownParent` if the workspace has no such group. Two queries."""
     parent_id = (
         UserGroup.objects.filter(workspace_id=workspace_id, provided_id=parent_provided_id)
         .values_list("team_id", flat=True)
         .first()
     )
     if parent_id is None:
-        raise InvalidParent(_("No user group of this workspace has this id."))
+        raise UnknownParent(_("No user group of this workspace has this id."))
     return lineage.ancestors_of([parent_id])[parent_id]
 
 

@@ -36,6 +36,7 @@ class Target:
 # IPv6 prefixes whose addresses carry an IPv4 one (CONTRACT 8a): a packet sent to them
 # reaches that IPv4 address through a translator or a tunnel.
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")  # RFC 2765 (SIIT)
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 # Where RFC 6052 puts the IPv4 address inside a local-use NAT64 prefix of each length:
@@ -53,10 +54,10 @@ def _rfc6052_ipv4(ip: ipaddress.IPv6Address, prefix_length: int) -> ipaddress.IP
 
 def carried_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
     """The IPv4 addresses ``ip`` carries (none when it carries none): IPv4-mapped,
-    IPv4-compatible, NAT64, 6to4, and Teredo's server and client."""
+    IPv4-compatible, IPv4-translated, NAT64, 6to4, and Teredo's server and client."""
     if ip.ipv4_mapped is not None:
         return [ip.ipv4_mapped]
-    if ip in _IPV4_COMPATIBLE or ip in _NAT64:
+    if ip in _IPV4_COMPATIBLE or ip in _IPV4_TRANSLATED or ip in _NAT64:
         return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
     if ip in _NAT64_LOCAL:
         return [_rfc6052_ipv4(ip, length) for length in _NAT64_LOCAL_PREFIX_LENGTHS]
