@@ -4,7 +4,8 @@ scope (:mod:`usergroups.scopes`) their API key must hold.
 A host's view guarded by :class:`HasGroupToken` or :class:`HasEmbedToken` refuses a
 request that no authentication class let in (no token at all) with the contract's 401
 ``not_authenticated`` body, whatever the site's exception handler, as the schema of such a
-view says (:mod:`usergroups.api.openapi`).
+view says (:mod:`usergroups.api.openapi`). Composed with ``|``, it so answers before the
+other operand is asked: compose it with permissions that need a token too.
 
 Scopes are checked in one place, :func:`require_scope`: by :class:`HasScope` for the
 operations whose scope is known from the method alone, before anything is read, and by
