@@ -134,7 +134,9 @@ def test_each_revocation_axis_is_counted(api_client, api_key, group, telemetry_r
     fresh = minted(api_client, group.provided_id)
     assert revoke(api_client, {"embed_token": fresh}).status_code == 200
     minted(api_client, group.provided_id, end_user={"id": "ann"}, exclusive=True)
-    assert revoke(api_client, {"embed_token": token}).status_code == 404  # not live: nothing revoked
+    assert (
+        revoke(api_client, {"embed_token": token}).status_code == 404
+    )  # not live: nothing revoked
     call_command("revoke_api_key", api_key.prefix, stdout=io.StringIO())
     assert telemetry_reader.by("usergroups.embed.revocations", telemetry.AXIS) == {
         "user_group": 1,
