@@ -57,15 +57,15 @@ class Read(Generic[T]):
         self.shared = shared
         self.rebuild = rebuild
 
-    def database(self) -> str:
-        """The alias this read loads from."""
-        if enabled():
+    def database(self, on: bool | None = None) -> str:
+        """The alias this read loads from (``on``: :func:`enabled`'s answer, if known)."""
+        if enabled() if on is None else on:
             return router.db_for_write(self.model)
         return router.db_for_read(self.model)
 
     def __call__(self, key: Hashable, load: Callable[[str], T | None]) -> T | None:
         on = enabled()
-        using = router.db_for_write(self.model) if on else router.db_for_read(self.model)
+        using = self.database(on)
         memory = trusted_memory(using, on=True) if on else None
         if memory is None:
             return self._load(load, using)
