@@ -143,6 +143,8 @@ def valid_mapping(value) -> bool:
     if not isinstance(value, dict) or len(value) > usergroups_settings.MAX_MAPPING_ENTRIES:
         return False
     for key, source in value.items():
+        if isinstance(source, float) and source.is_integer():
+            source = int(source)  # a whole number written with a fraction is an integer (33.4)
         if isinstance(source, int) and not isinstance(source, bool):
             source = str(source)
         if not (is_text(key) and is_text(source)):
