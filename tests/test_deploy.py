@@ -13,6 +13,7 @@ import string
 import subprocess
 import sys
 
+import django
 import pytest
 
 from tests.docs_examples.pages import fenced_blocks
@@ -130,6 +131,8 @@ DATABASES = {"default": {"ENGINE": "django.db.backends.postgresql", "NAME": "mys
 WITHOUT_THE_BLOCK = {
     *(f"security.W0{n:02}" for n in (4, 8, 9, 12, 16, 18, 20)),
     "usergroups.W004",
+    # Django 6.1's startproject sends mail to the console, a deploy check's error.
+    *(["mail.E001"] if django.VERSION >= (6, 1) else []),
 }
 
 

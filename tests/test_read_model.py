@@ -435,7 +435,9 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
         while queue_usage() >= listening.QUEUE_USAGE_LIMIT and time.monotonic() < deadline:
             time.sleep(0.2)
         assert queue_usage() < listening.QUEUE_USAGE_LIMIT
-        assert live_backend in listener_backends() and until(live.trusted)
+        # Its session left alone, the live listener still has what is left of the flood
+        # to read before it hears a beat: on a busy machine, many seconds.
+        assert live_backend in listener_backends() and until(live.trusted, 60)
     finally:
         live.stop()
         os.kill(stopped.pid, signal.SIGCONT)
