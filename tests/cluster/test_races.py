@@ -94,7 +94,8 @@ def test_one_winner_per_rotation(cluster):
 
 def test_a_move_race_makes_no_cycle(cluster):
     """A under B and B under A, at once: together they would make a cycle, so they must
-    not both succeed (contract section 5); the loser is a 400 naming the parent."""
+    not both succeed (contract section 5); the loser is the 409 of a move the stored
+    hierarchy refuses (docs/hierarchy.md)."""
     hosts = collections.Counter()
     for _ in range(ROUNDS * 2):
         a, b = new_id("move-a"), new_id("move-b")
@@ -108,11 +109,13 @@ def test_a_move_race_makes_no_cycle(cluster):
             ),
         )
         statuses = sorted(status for status, _, _ in answers)
-        assert statuses in ([200, 400], [400, 400]), answers
+        assert statuses in ([200, 409], [409, 409]), answers
         for status, body, _ in answers:
-            if status == 400:
-                assert body["error"]["code"] == "invalid"
-                assert set(body["error"]["fields"]) == {"parent_user_group_id"}
+            if status == 409:
+                assert body["error"] == {
+                    "code": "conflict",
+                    "message": "A group cannot be put under itself or one of its descendants.",
+                }
         parents = {
             provided_id: cluster.call("GET", {"user_group_id": provided_id})[1]["user_group"][
                 "parent_user_group_id"
