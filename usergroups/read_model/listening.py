@@ -162,6 +162,9 @@ class Listener:
         self._attempt_backoff = TAKE_OVER_SECONDS
         self._blocked_since: dict[int, tuple[float, float]] = {}  # pid: (when, usage then)
         self._last_heard = time.monotonic()  # anything at all
+        # A statement ran on the listening connection since the last read: psycopg keeps
+        # the notifications that came with its result for the next notifies().
+        self._kept = False
         self._wanted_at = float("-inf")  # when memory was last wanted here
         self._busy = False  # this session holds BUSY_LOCK
         self._someone_busy = False  # what the last beat saw
@@ -313,12 +316,12 @@ class Listener:
         the connection was lost. Under the lock."""
         try:
             if busy:
-                self._connection.execute(
+                self._execute(
                     "SELECT pg_advisory_lock_shared(%s), pg_notify(%s, '')",
                     (BUSY_LOCK, DEMAND_CHANNEL),
                 )
             else:
-                self._connection.execute("SELECT pg_advisory_unlock_shared(%s)", (BUSY_LOCK,))
+                self._execute("SELECT pg_advisory_unlock_shared(%s)", (BUSY_LOCK,))
         except Exception as error:
             self._lose(error)
             return False
@@ -345,6 +348,7 @@ class Listener:
         with self._lock:
             self._forget_all(None)
             self._connection = connection
+            self._kept = True  # what came with LISTEN's answers
             self._last_beat = time.monotonic()
             self._offsets = [float("inf"), float("inf")]
         logger.info("The read model listens on channel %s", CHANNEL)
@@ -353,7 +357,7 @@ class Listener:
     def _take_over(self, now: float) -> None:
         """No beat heard: beat, if this session can take the lock. Under the lock."""
         try:
-            row = self._connection.execute("SELECT pg_try_advisory_lock(%s)", (BEAT_LOCK,))
+            row = self._execute("SELECT pg_try_advisory_lock(%s)", (BEAT_LOCK,))
             won = row.fetchone()[0]
         except Exception as error:
             self._lose(error)
@@ -363,7 +367,7 @@ class Listener:
             self._attempt_backoff = min(self._attempt_backoff * 2, 5.0)
             return
         try:
-            self._connection.execute(f"LISTEN {DEMAND_CHANNEL}")
+            self._execute(f"LISTEN {DEMAND_CHANNEL}")
             self._beat_connection = self._connect(BEAT_APPLICATION_NAME)
         except Exception as error:
             self._step_down(f"it cannot connect to beat ({error})")
@@ -427,8 +431,8 @@ class Listener:
             self._beat_connection = None
         if self._connection is not None:
             try:
-                self._connection.execute(f"UNLISTEN {DEMAND_CHANNEL}")
-                self._connection.execute("SELECT pg_advisory_unlock(%s)", (BEAT_LOCK,))
+                self._execute(f"UNLISTEN {DEMAND_CHANNEL}")
+                self._execute("SELECT pg_advisory_unlock(%s)", (BEAT_LOCK,))
             except Exception as error:
                 self._lose(error)
         self._next_attempt = time.monotonic() + self._attempt_backoff
@@ -437,8 +441,16 @@ class Listener:
 
     # Reading the connection, under the lock.
 
+    def _execute(self, sql: str, params: tuple[Any, ...] | None = None) -> Any:
+        """A statement on the listening connection. Under the lock."""
+        self._kept = True
+        return self._connection.execute(sql, params)
+
     def _drain(self) -> bool:
         """Hand what has arrived to memory; False if the connection is lost."""
+        if not self._kept and not self._readable():
+            return True  # nothing arrived: no read, which would end in psycopg's timeout
+        self._kept = False
         heard = 0
         try:
             # stop_after ends between two reads of the socket, never inside one: a batch
@@ -459,6 +471,13 @@ class Listener:
             with self._heard:
                 self._heard.notify_all()
         return True
+
+    def _readable(self) -> bool:
+        """Whether the listening socket has bytes to read (or is broken: a read tells)."""
+        try:
+            return bool(select.select([self._connection.fileno()], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
 
     def _heard_beat(self, payload: str) -> None:
         sent_text, snapshot_text = payload.split(" ", 1)
