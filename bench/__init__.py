@@ -17,7 +17,15 @@ with the p50 and p99 of both sides:
 * embed-token minting / a hand-written DRF view signing a simplejwt ``AccessToken``
   with the same claims, EdDSA as the app;
 * create, and a rotation chain on one connection, / the authtoken view, against 0.2's
-  own ratios (bench/scenarios.py ``V03``).
+  own ratios (bench/scenarios.py ``V03``);
+* on PostgreSQL, what the app's instruments cost (issue 34): its get, verification and
+  mint on the site as above, which has the OpenTelemetry API alone (no SDK), and on the
+  same site with the SDK and its Prometheus exporter as the example project wires them
+  under ``DJANGO_METRICS=true`` (example_project/metrics.py and its gunicorn hooks;
+  nothing scrapes ``/metrics`` during the runs), each / the same tree without
+  instruments (``BENCH_TELEMETRY=none``: bench/site/no_telemetry.py). Each of the two is
+  a gunicorn server of its own, up beside the first for the rounds, its runs in their
+  turns as any other.
 
 After the rounds, on PostgreSQL, the propagation of a revocation under load (how long a
 revoked token is still served: by SQL, from the commit; through the API, from the

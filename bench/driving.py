@@ -3,9 +3,13 @@ with the Lua scripts in bench/lua (each prints one ``BENCH_JSON`` line of figure
 the interleaved rounds."""
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import subprocess
+import time
+import urllib.request
 import uuid
 from typing import Any
 
@@ -13,9 +17,10 @@ from bench import BENCH, OUT, log
 from bench.datasets import PG_URL, server_env
 from bench.profiling import profile
 from bench.propagation import measure_propagation
-from bench.scenarios import LABELS, PROPAGATION, WEBHOOKS, Results, Run, runs_for
+from bench.scenarios import API, LABELS, NONE, PROPAGATION, SDK, WEBHOOKS, Results, Run, runs_for
 from bench.webhooks import measure_webhooks
 from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END_USER
+from tests.support import ROOT
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import exchange
 
@@ -41,7 +46,8 @@ def shape(answer: Any) -> Any:
 
 class Server:
     """``bench.site`` under gunicorn on one backend's seeded database (PostgreSQL:
-    ``pg_url``'s); ``name`` names its log (bench/out/gunicorn-NAME.log)."""
+    ``pg_url``'s), with its ``telemetry`` (bench/scenarios.py); ``name`` names its log
+    (bench/out/gunicorn-NAME.log)."""
 
     def __init__(
         self,
@@ -51,16 +57,29 @@ class Server:
         *,
         pg_url: str = PG_URL,
         name: str | None = None,
+        telemetry: str = API,
     ) -> None:
         self.backend, self.secrets = backend, secrets
         self.env = server_env(backend, args.pg_prepare_threshold, pg_url)
-        self.log_path = OUT / f"gunicorn-{name or backend}.log"
+        name = name or (backend if telemetry == API else f"{backend}-{telemetry}")
+        self.log_path = OUT / f"gunicorn-{name}.log"
+        config: tuple[str, ...] = ()
+        if telemetry == NONE:
+            self.env["BENCH_TELEMETRY"] = NONE  # bench/site/wsgi.py
+        elif telemetry == SDK:
+            # The example project's switch and gunicorn hooks (example_project/metrics.py),
+            # and a multiprocess directory of this server's own, which its hooks empty.
+            metrics_dir = OUT / f"prometheus-{name}"
+            metrics_dir.mkdir(exist_ok=True)
+            self.env.update(DJANGO_METRICS="true", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+            config = ("--config", str(ROOT / "example_project" / "gunicorn.conf.py"))
         self.gunicorn = Gunicorn(
             self.env,
             self.log_path,
             args.workers,
             "--log-level",
             "warning",
+            *config,
             app="bench.site.wsgi:application",
         )
 
@@ -94,12 +113,13 @@ class Server:
             return f"{SCHEMES[secret]} {self.secrets[secret]}"
         return f"{SCHEMES[secret]} {token['embed_token']}"
 
-    def check_like_with_like(self) -> None:
-        """Every verification view answers the same body, and the authtoken view a body
-        of the shape of the app's get, or the rows would compare unlike work."""
+    def check_like_with_like(self, servers: dict[str, "Server"]) -> None:
+        """Every verification view answers the same body (on the server of each run's
+        telemetry, in ``servers``), and the authtoken view a body of the shape of the
+        app's get, or the rows would compare unlike work."""
         answers = {
-            run.impl: self.call("GET", run.path, run.secret, None)
-            for run in runs_for(frozenset({"verify"}))
+            run.impl: servers[run.telemetry].call("GET", run.path, run.secret, None)
+            for run in runs_for(frozenset({"verify"}), self.backend)
         }
         if len({json.dumps(a, sort_keys=True) for a in answers.values()}) != 1:
             raise RuntimeError(f"the verification views answer differently: {answers}")
@@ -109,6 +129,19 @@ class Server:
                 f"the app's get answers {shape(get)}, bench/workload.py has "
                 f"{shape(CONSTANT_RESPONSE)}"
             )
+
+    def check_metrics(self, timeout: float = 20) -> None:
+        """The SDK's server scrapes the app's instruments at /metrics, as the example
+        project's does (each worker writes its samples every 5 s)."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback
+        deadline = time.monotonic() + timeout
+        while True:
+            with opener.open(f"{self.gunicorn.base_url}/metrics", timeout=10) as response:
+                if re.search(rb"^usergroups_\w+[{ ]", response.read(), re.MULTILINE):
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no usergroups_ metric at /metrics; see {self.log_path}")
+            time.sleep(0.5)
 
     def wrk_command(
         self,
@@ -174,24 +207,32 @@ def measure_backend(
 ) -> None:
     """Warm-up, ``--profile``, then ``--rounds`` rounds of every run, in turns (the order
     reversed every other round), then the webhook step (its webhook would add to the
-    mints of the rounds)."""
-    runs = runs_for(args.only)
-    with Server(backend, secrets, args) as server:
-        server.check_like_with_like()
-        log(f"{backend}: server up; warming up")
+    mints of the rounds). The runs of another telemetry than the API's load a server each,
+    started beside the first and stopped after the rounds."""
+    runs = runs_for(args.only, backend)
+    with Server(backend, secrets, args) as server, contextlib.ExitStack() as others:
+        servers = {API: server}
+        for telemetry in sorted({run.telemetry for run in runs} - {API}):
+            servers[telemetry] = others.enter_context(
+                Server(backend, secrets, args, telemetry=telemetry)
+            )
+        server.check_like_with_like(servers)
+        log(f"{backend}: up, a server of each telemetry: {', '.join(servers)}; warming up")
         for run in runs:
-            if errors := server.wrk(run, args, duration=1)["errors"]:
+            if errors := servers[run.telemetry].wrk(run, args, duration=1)["errors"]:
                 raise RuntimeError(
                     f"{backend} {run.key} {run.impl}: {errors} errors in the warm-up; "
-                    f"see {server.log_path}"
+                    f"see {servers[run.telemetry].log_path}"
                 )
+        if SDK in servers:
+            servers[SDK].check_metrics()
         for key in args.profile:
             run = next(r for r in runs_for(frozenset({key})) if r.impl == "usergroups")
             pid = server.gunicorn.worker_pids()[0]
             profile(f"{backend}-{key}", pid, lambda run=run: server.wrk(run, args, 8))
         for round_no in range(args.rounds):
             for run in runs if round_no % 2 == 0 else runs[::-1]:
-                result = server.wrk(run, args, args.duration)
+                result = servers[run.telemetry].wrk(run, args, args.duration)
                 results.add(backend, run, result)
                 if result["errors"]:
                     results.notes.append(
@@ -200,10 +241,11 @@ def measure_backend(
                     )
                 log(
                     f"{backend} round {round_no + 1}/{args.rounds} {LABELS[run.key]:34.34s} "
-                    f"{run.impl:10s} {result['rps']:7.0f} req/s  p50 "
+                    f"{run.impl:14s} {result['rps']:7.0f} req/s  p50 "
                     f"{result['p50_us'] / 1000:6.2f} ms  p99 {result['p99_us'] / 1000:6.2f} ms"
                     + (f"  ERRORS {result['errors']}" if result["errors"] else "")
                 )
+        others.close()  # the steps after the rounds run beside the first server alone
         if backend == "postgres" and (not args.only or PROPAGATION in args.only):
             verify = next(r for r in runs_for(frozenset({"verify"})) if r.impl == "usergroups")
             load, load_env = server.wrk_command(verify, args, duration=600)

@@ -3,8 +3,13 @@ between them with their targets, and the results. Shared by bench/driving.py and
 bench/reporting.py."""
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+# The site's telemetry, a server each (bench/driving.py): the OpenTelemetry API alone, as
+# the app ships (every row's), and for the rows with_telemetry adds, none at all, or the
+# SDK and its Prometheus exporter as the example project wires them.
+API, NONE, SDK = "api", "none", "sdk"
 
 
 @dataclass(frozen=True)
@@ -17,12 +22,27 @@ class Run:
     label: str
     connections: int | None = None  # None: --connections
     end_user: bool = False  # the mint body names an end user (bench/workload.py)
+    telemetry: str = API  # which server it loads
+
+
+def with_telemetry(run: Run) -> list[Run]:
+    """The app's ``run``, then the same on the site without instruments and on the site
+    with the SDK (issue 34: PostgreSQL only, see :func:`runs_for`)."""
+    return [
+        run,
+        replace(
+            run, impl="uninstrumented", label="usergroups, without instruments", telemetry=NONE
+        ),
+        replace(run, impl="sdk", label="usergroups, SDK and Prometheus exporter", telemetry=SDK),
+    ]
 
 
 RUNS = [
-    Run("get", "usergroups", "/api/user", "get", "api_key", "usergroups"),
+    *with_telemetry(Run("get", "usergroups", "/api/user", "get", "api_key", "usergroups")),
     Run("get", "authtoken", "/bench/authtoken", "get", "authtoken", "DRF authtoken, constant"),
-    Run("verify", "usergroups", "/bench/embed", "plain_get", "embed_token", "usergroups"),
+    *with_telemetry(
+        Run("verify", "usergroups", "/bench/embed", "plain_get", "embed_token", "usergroups")
+    ),
     Run(
         "verify",
         "end_user",
@@ -40,7 +60,9 @@ RUNS = [
         "simplejwt_token",
         "simplejwt JWTStatelessUserAuthentication",
     ),
-    Run("mint", "usergroups", "/api/user/embed-token", "post", "api_key", "usergroups"),
+    *with_telemetry(
+        Run("mint", "usergroups", "/api/user/embed-token", "post", "api_key", "usergroups")
+    ),
     Run(
         "mint",
         "end_user",
@@ -149,6 +171,15 @@ RATIOS = [
         ("mint", "usergroups"),
         0.9,
     ),
+    # Issue 34: what the instruments cost, against the same tree without them.
+    *(
+        Ratio(f"{LABELS[key]}, {side}", (key, impl), (key, "uninstrumented"), floor)
+        for key in ("get", "verify", "mint")
+        for side, impl, floor in (
+            ("API alone (no SDK) / without instruments", "usergroups", 0.98),
+            ("SDK and Prometheus exporter / without instruments", "sdk", 0.9),
+        )
+    ),
     Ratio(
         "create / DRF authtoken constant view",
         ("create", "usergroups"),
@@ -164,9 +195,14 @@ RATIOS = [
 ]
 
 
-def runs_for(only: frozenset[str] = frozenset()) -> list[Run]:
-    """The runs of the scenarios ``only`` names (all of them without it)."""
-    return [run for run in RUNS if not only or run.key in only]
+def runs_for(only: frozenset[str] = frozenset(), backend: str = "postgres") -> list[Run]:
+    """The runs of the scenarios ``only`` names (all of them without it) on ``backend``:
+    those of another telemetry than the API's on PostgreSQL alone."""
+    return [
+        run
+        for run in RUNS
+        if (not only or run.key in only) and (run.telemetry == API or backend == "postgres")
+    ]
 
 
 @dataclass

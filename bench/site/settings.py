@@ -8,7 +8,10 @@ database task backend (django-tasks-db; ``manage.py db_worker``), and loopback r
 allowed (the bench's own). Read from the environment bench/datasets.py gives
 each server: ``DATABASE_URL``, ``DJANGO_SECRET_KEY``, ``DJANGO_ALLOWED_HOSTS``,
 ``BENCH_PG_SCHEMA`` (PostgreSQL: the schema of the run) and ``DATABASE_PREPARE_THRESHOLD``
-(PostgreSQL: psycopg's server-side binding and prepared statements, for the whole site).
+(PostgreSQL: psycopg's server-side binding and prepared statements, for the whole site);
+and, from bench/driving.py, the telemetry of the site (the OpenTelemetry API alone
+without either): ``DJANGO_METRICS=true``, the example project's SDK and Prometheus
+exporter, or ``BENCH_TELEMETRY=none``, none at all (bench/site/wsgi.py).
 """
 
 import hashlib
@@ -111,6 +114,13 @@ SIMPLE_JWT = {
 # The example project's task backend; the bench's receiver is on loopback.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
 USERGROUPS = {"WEBHOOK_ALLOW_PRIVATE": True}
+
+# DJANGO_METRICS=true: the example project's metrics (example_project/metrics.py), the
+# switch its gunicorn hooks read too; /metrics in bench/site/urls.py.
+METRICS = environ.Env().bool("DJANGO_METRICS", default=False)
+if METRICS:
+    INSTALLED_APPS.append("example_project.metrics.MetricsConfig")
+    METRICS_INTERVAL_SECONDS = 5.0  # the example project's default
 
 # knox as shipped: hashed tokens with a lifetime, looked up in the database on each request.
 REST_KNOX = {"TOKEN_TTL": timedelta(hours=10)}

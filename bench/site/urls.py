@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.urls import include, path
 
 from bench.site import views
@@ -10,3 +11,8 @@ urlpatterns = [
     path("bench/simplejwt", views.SimpleJWTVariablesView.as_view()),
     path("bench/simplejwt/mint", views.SimpleJWTMintView.as_view()),
 ]
+
+if settings.METRICS:  # as the example project serves them (example_project/urls.py)
+    from prometheus_client.django import PrometheusDjangoView
+
+    urlpatterns.append(path("metrics", PrometheusDjangoView.as_view(multiprocess_mode=True)))

@@ -20,7 +20,7 @@ from tests.support import HOST, ROOT
 # Only the secret of these throwaway runs: servers started here never face the internet.
 LIVE_SECRET_KEY = "usergroups-live-run-secret-key-0123456789-abcdefghijklmnopqr"
 # Variables that configure the project under test: set here, never inherited.
-PROJECT_VARIABLES = ("DJANGO_", "DATABASE_", "USERGROUPS_", "BENCH_PG_SCHEMA")
+PROJECT_VARIABLES = ("DJANGO_", "DATABASE_", "USERGROUPS_", "BENCH_PG_SCHEMA", "BENCH_TELEMETRY")
 
 
 # The webhook settings of tests that run a real worker (through the project's environment
