@@ -15,7 +15,7 @@ comma := ,
 # by a MariaDB DATABASE_URL or, under CI=true, by the live race test's own MariaDB database.
 TEST_EXTRAS := test$(if $(or $(filter mysql%,$(DATABASE_URL)),$(filter true,$(CI))),$(comma)mysql)
 
-.PHONY: help demo demo-setup test test-slow lint typecheck tox docs docs-serve clean
+.PHONY: help demo demo-setup test test-deps test-slow lint typecheck tox docs docs-serve clean
 
 help:
 	@echo "make demo   create .venv, migrate SQLite, set up a demo API key and webhook, serve on"
@@ -61,6 +61,9 @@ TEST_WORKERS ?= auto
 TEST_MARKERS ?= not slow
 test: $(VENV)/.installed-$(TEST_EXTRAS)
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(TEST_MARKERS)" $(PYTEST_ARGS)
+
+# What make test installs, alone (.ci/run makes it before tox runs beside the suites).
+test-deps: $(VENV)/.installed-$(TEST_EXTRAS)
 
 test-slow: TEST_MARKERS = slow
 test-slow: $(VENV)/.installed-$(TEST_EXTRAS)

@@ -41,9 +41,11 @@ from tests.support.http import call_api
 from tests.support.leaks import SECRET_SHAPE
 from tests.support.schemathesis_cli import run_schemathesis
 
-# The last tests read what the fuzz tests counted in this module's globals: one worker
-# runs the whole module, in order (pytest-xdist's loadgroup).
-pytestmark = [pytest.mark.live, pytest.mark.slow, pytest.mark.xdist_group("fuzz")]
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+# test_totals reads what the fuzz tests counted in this module's globals: one worker runs
+# them, in order (pytest-xdist's loadgroup). The command-line run counts nothing here: it
+# may run on another worker, beside them.
+COUNTED = pytest.mark.xdist_group("fuzz")
 
 CHECKS = [
     not_a_server_error,
@@ -186,6 +188,7 @@ def send(case, live, headers: dict[str, str] | None, kind: str):
     return response
 
 
+@COUNTED
 @pytest.mark.parametrize(("path", "method", "mode"), VALID_KEY_CASES)
 def test_valid_key(live, schema, path, method, mode):
     operation = schema[path][method]
@@ -227,6 +230,7 @@ def point_at_existing_group(case, live) -> None:
         case.body = {**case.body, "user_group_id": random.choice(live.ids)}
 
 
+@COUNTED
 @pytest.mark.parametrize(("path", "method"), KEYED_OPERATIONS)
 @pytest.mark.parametrize("kind", BAD_KEYS)
 def test_bad_key(live, schema, path, method, kind):
@@ -275,6 +279,7 @@ def test_every_operation_is_fuzzed(schema):
     assert len(OPERATIONS) >= 5  # get-or-create, rotate, update, delete, list at least
 
 
+@COUNTED
 def test_totals(live, schema):
     """At least MIN_REQUESTS requests, none answered 5xx; the tally is printed (-rP)."""
     ran = sum(n for key, n in SENT.items() if len(key) == 3)

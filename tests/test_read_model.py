@@ -40,6 +40,7 @@ from tests.support.embed import DashboardView, dashboard, minted, revoke
 from tests.support.factories import APIKeyFactory, UserGroupFactory
 from tests.support.gunicorn import free_port
 from tests.support.pgbouncer import RUN_AS, PgBouncer
+from tests.support.read_model import until_trusted
 from usergroups import read_model
 from usergroups.checks import check_listening_connection
 from usergroups.embed import tokens
@@ -86,15 +87,6 @@ def remembered_token(key: APIKey, group: UserGroup) -> str:
     token = minted(client_for(key.key), group.provided_id)
     heard_by_now(token)
     return token
-
-
-def until_trusted() -> bool:
-    """Wait (at most 5 s) until the process trusts memory again."""
-    listener = read_model.process_listener()
-    deadline = time.monotonic() + 5
-    while not listener.trusted() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return listener.trusted()
 
 
 def is_refused(token: str) -> bool:
