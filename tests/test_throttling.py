@@ -94,48 +94,37 @@ def test_unauthenticated_requests_are_refused_not_counted(anon_api_client, api_c
 @pytest.mark.needs("redis")
 def test_shared_redis_cache_counts_across_clients(api_key):
     # A prefix of this run's own: the Redis may be a developer's, and key pks repeat
-    # across runs, so neither clear() nor a bare key is safe there.
-    shared = {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": services.REDIS_URL,
-        "KEY_PREFIX": services.unique_key_prefix(),
-    }
-    with override_settings(
-        CACHES={**LOCMEM, "shared": shared},
-        USERGROUPS={"THROTTLE_RATE": "2/minute", "THROTTLE_CACHE": "shared"},
+    # across runs, so neither the cache's clear() nor a bare key is safe there.
+    with (
+        services.shared_redis_cache() as shared,
+        override_settings(
+            CACHES={**LOCMEM, "shared": shared},
+            USERGROUPS={"THROTTLE_RATE": "2/minute", "THROTTLE_CACHE": "shared"},
+        ),
     ):
-        try:
-            # Two clients stand for two server processes: the count lives in Redis.
-            statuses = [get_or_create(client_for(api_key.key), ACME).status_code for _ in range(3)]
-            assert statuses == [200, 200, 429]
-        finally:
-            caches["shared"].clear()  # the run's own prefix only
+        # Two clients stand for two server processes: the count lives in Redis.
+        statuses = [get_or_create(client_for(api_key.key), ACME).status_code for _ in range(3)]
+    assert statuses == [200, 200, 429]
 
 
 @pytest.mark.needs("redis")
 def test_concurrent_requests_never_pass_more_than_the_rate(api_key):
     """Many requests of one key at once, as several hosts send them: the count is one
     atomic increment in the shared cache, so exactly the rate passes."""
-    shared = {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": services.REDIS_URL,
-        "KEY_PREFIX": services.unique_key_prefix(),
-    }
     request = Request(APIRequestFactory().get("/api/user"))
     request.auth = api_key
-    with override_settings(
-        CACHES={**LOCMEM, "shared": shared},
+    with (
+        services.shared_redis_cache() as shared,
         # A day's window: a minute's could end mid-run on a loaded machine, and the next
-        # window rightly lets 20 more through (seen: 25 on tox newest).
-        USERGROUPS={"THROTTLE_RATE": "20/day", "THROTTLE_CACHE": "shared"},
+        # window rightly lets 20 more through.
+        override_settings(
+            CACHES={**LOCMEM, "shared": shared},
+            USERGROUPS={"THROTTLE_RATE": "20/day", "THROTTLE_CACHE": "shared"},
+        ),
     ):
-        try:
-            allowed = run_together(
-                16,
-                lambda i: [APIKeyRateThrottle().allow_request(request, None) for _ in range(5)],
-            )
-        finally:
-            caches["shared"].clear()
+        allowed = run_together(
+            16, lambda i: [APIKeyRateThrottle().allow_request(request, None) for _ in range(5)]
+        )
     assert sum(sum(answers) for answers in allowed) == 20
 
 

@@ -26,6 +26,8 @@ import os
 import shutil
 import socket
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 import pytest
@@ -121,3 +123,24 @@ def unavailable(reason: str) -> NoReturn:
 def unique_key_prefix() -> str:
     """A cache KEY_PREFIX no other run or program uses, so a test touches only its own keys."""
     return f"usergroups-tests-{os.getpid()}-{uuid.uuid4().hex}"
+
+
+@contextmanager
+def shared_redis_cache() -> Iterator[dict[str, str]]:
+    """A ``CACHES`` entry for the test Redis under a prefix of its own; its keys deleted
+    after. Not the cache's ``clear()``: Django's Redis backend flushes the whole database
+    there, another test's keys (a throttle's count mid-run, on another xdist worker)
+    with them."""
+    import redis
+
+    prefix = unique_key_prefix()
+    try:
+        yield {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": prefix,
+        }
+    finally:
+        with redis.Redis.from_url(REDIS_URL) as client:
+            for key in client.scan_iter(match=f"{prefix}:*"):
+                client.delete(key)
