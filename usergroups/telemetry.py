@@ -367,6 +367,11 @@ def span(name: str, **attributes: AttributeValue) -> Iterator[Span]:
 
 @contextmanager
 def _span(name: str, attributes: Mapping[str, AttributeValue], kind: SpanKind) -> Iterator[Span]:
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No SDK set yet: the API's span would record nothing, and making it current
+        # costs a context switch on every mint.
+        yield trace.INVALID_SPAN
+        return
     with tracer.start_as_current_span(
         name,
         kind=kind,
