@@ -3,6 +3,9 @@ OpenTelemetry SDK's in-memory reader while the real doors work: the API, host vi
 embed tokens, the management commands, webhook attempts to a real receiver."""
 
 import io
+import os
+import subprocess
+import sys
 
 import pytest
 from django.core.management import call_command
@@ -11,6 +14,7 @@ from django.utils import timezone
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
+from tests.support import ROOT
 from tests.support.api import client_for, get_or_create, rotate
 from tests.support.embed import SalesView, clock_moved, dashboard, minted, revoke
 from tests.support.webhook_receiver import Behaviour, running_receiver, unreachable_url
@@ -393,3 +397,33 @@ def test_every_attribute_is_a_bounded_one(api_client, api_key, group, telemetry_
     assert seen and seen <= bounded, seen - bounded
     values = {str(v) for point in telemetry_reader.collect() for v in point.attributes.values()}
     assert not {group.provided_id, "ann@example.com", str(group.team_id)} & values
+
+
+NO_SDK_SPAN = """
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from opentelemetry.context import attach
+from usergroups import telemetry
+
+assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+parent = NonRecordingSpan(SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(1)))
+attach(set_span_in_context(parent))
+with telemetry.span("usergroups.embed.mint") as opened:
+    assert opened is parent, opened
+    assert trace.get_current_span() is parent
+with telemetry.webhook_attempt("msg_x") as opened:
+    assert opened is parent, opened
+print("ok")
+"""
+
+
+def test_without_an_sdk_a_span_is_the_current_one_as_the_api_would_make_it():
+    """No SDK set (a process of its own: this one's tests set one): a span is what the API's
+    no-op tracer would answer, the current span, with a propagated parent's context."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "example_project.settings"}
+    env.pop("OTEL_PYTHON_TRACER_PROVIDER", None)
+    code = "import django; django.setup()\n" + NO_SDK_SPAN
+    answer = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert answer.stdout.strip() == "ok", answer.stderr

@@ -368,9 +368,9 @@ def span(name: str, **attributes: AttributeValue) -> Iterator[Span]:
 @contextmanager
 def _span(name: str, attributes: Mapping[str, AttributeValue], kind: SpanKind) -> Iterator[Span]:
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        # No SDK set yet: the API's span would record nothing, and making it current
-        # costs a context switch on every mint.
-        yield trace.INVALID_SPAN
+        # No SDK set yet: the API's span would be the current one again (recording
+        # nothing), attached to the context and detached on every mint for nothing.
+        yield trace.get_current_span()
         return
     with tracer.start_as_current_span(
         name,
