@@ -4,6 +4,7 @@ connections the test opens with psycopg, as a process of the site would."""
 
 import io
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -90,7 +91,7 @@ def test_listeners_by_host_and_name_and_who_beats(sessions):
         {"application_name": name, "client": "127.0.0.1", "client_hostname": None, "count": n}
         for name, n in (("usergroups-listen", 3), ("usergroups-beat", 1))
     ]
-    assert 0 <= found["notification_queue_usage"] < 0.01
+    assert 0 <= found["notification_queue_usage"] <= 1  # a share of the whole server's queue
     beater = found["beater"]
     assert beater["pid"] == listeners[1].info.backend_pid
     assert beater["application_name"] == "usergroups-listen"
@@ -102,7 +103,8 @@ def test_listeners_by_host_and_name_and_who_beats(sessions):
     assert "Processes listening: 3" in text
     assert "  127.0.0.1                usergroups-listen    3" in text
     assert "  127.0.0.1                usergroups-beat      1" in text
-    assert "Notification queue: 0.00% used" in text
+    # The queue is the server's, shared with every database (other tests' floods too).
+    assert re.search(r"^Notification queue: \d+\.\d\d% used", text, re.MULTILINE), text
     assert (
         f"Proof of hearing: pid {beater['pid']} (usergroups-listen on 127.0.0.1) holds the"
         f" beat lock; last beat " in text

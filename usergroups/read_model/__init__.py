@@ -77,11 +77,12 @@ def looks_pooled(default_database: Mapping[str, Any], listen_database: str | Non
 
 
 def connect(application_name: str) -> Any:
-    """A new autocommit connection to the listening database, named ``application_name``."""
+    """A new autocommit connection to the listening database, named ``application_name``,
+    binding parameters on the server (the beat is a prepared statement)."""
     import psycopg
 
     params = connections[listen_alias()].get_connection_params()
-    params.update(autocommit=True, application_name=application_name)
+    params.update(autocommit=True, application_name=application_name, cursor_factory=psycopg.Cursor)
     return psycopg.connect(**params)
 
 

@@ -2,21 +2,24 @@ r"""One process's ear on PostgreSQL, and the database's one proof of hearing.
 
 Each process listens (``LISTEN``) on one connection of its own (``application_name``
 :data:`APPLICATION_NAME`) to :data:`CHANNEL`, where the triggers say what each committed
-transaction changed (:mod:`usergroups.read_model.changes`), and to :data:`BEAT_CHANNEL`.
+transaction changed (:mod:`usergroups.read_model.changes`), and to :data:`BEAT_CHANNEL`;
+while it wants memory, to :data:`FAST_BEAT_CHANNEL` too.
 One process per database, the one holding the session advisory lock :data:`BEAT_LOCK` on
 its listening connection, beats for everyone from a second connection
 (:data:`BEAT_APPLICATION_NAME`): it notifies the time and its snapshot. When its session
 ends, the lock goes with it, and the first process that misses the beat takes over.
 
-A beat wakes every listening server process (a transaction each), so it is sent only
-as often as someone needs it. A process that wants memory to answer holds the shared
-advisory lock :data:`BUSY_LOCK` (taken with one notification on :data:`DEMAND_CHANNEL`,
-which only the beater hears, and let go once it has wanted nothing for
-:data:`IDLE_AFTER_SECONDS`). While any process holds it, the beat comes every
-:data:`BEAT_SECONDS`; while none does, every :data:`IDLE_BEAT_SECONDS`, to show that
-someone still beats. An idle site costs the database one beat every two seconds and one
-wake of each listener with it, however many processes listen; an idle process runs no
-statement at all.
+A beat wakes every server process listening to its channel (a transaction each), so it
+is sent only as often as, and only to whom, someone needs it. A process that wants memory
+to answer listens to :data:`FAST_BEAT_CHANNEL` and holds the shared advisory lock
+:data:`BUSY_LOCK` (taken with one notification on :data:`DEMAND_CHANNEL`, which only the
+beater hears; both let go once it has wanted nothing for :data:`IDLE_AFTER_SECONDS`).
+While any process holds it, the beat comes every :data:`BEAT_SECONDS` on the fast channel,
+which wakes only the processes that want memory; every :data:`IDLE_BEAT_SECONDS` one goes
+to :data:`BEAT_CHANNEL`, which every listener hears, to show that someone still beats. An
+idle site costs the database one beat every two seconds and one wake of each listener
+with it, however many processes listen; an idle process runs no statement at all, and
+is not woken by the fast beat that busy ones ask for.
 
 A beat heard on the listening connection proves that this very session receives other
 sessions' notifications, and, as notifications arrive in commit order, that everything
@@ -59,6 +62,9 @@ logger = get_logger(__name__)
 CHANNEL = "usergroups"
 #: The channel of the shared beat: ``"<sender's time> <its snapshot>"``.
 BEAT_CHANNEL = "usergroups_beat"
+#: The channel of the fast beat, heard only by the processes that want memory (and the
+#: beater).
+FAST_BEAT_CHANNEL = "usergroups_beat_fast"
 #: ``application_name`` of listening connections (pg_stat_activity shows which they are).
 APPLICATION_NAME = "usergroups-listen"
 #: ``application_name`` of the one connection that beats.
@@ -113,9 +119,9 @@ _BEAT = (
     " CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
     " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END,"
     " pg_notification_queue_usage(),"
-    " EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    " AND classid = 0 AND objid = %s AND objsubid = 1)"
+    # Whether some process holds BUSY_LOCK (shared): the exclusive lock, tried for this
+    # statement's transaction alone, is refused. Cheaper than reading pg_locks.
+    " NOT pg_try_advisory_xact_lock(%s)"
     " FROM (SELECT pg_current_snapshot() AS s) AS now"
 )
 
@@ -167,6 +173,8 @@ class Listener:
         self._kept = False
         self._wanted_at = float("-inf")  # when memory was last wanted here
         self._busy = False  # this session holds BUSY_LOCK
+        self._fast = False  # this session listens to FAST_BEAT_CHANNEL
+        self._next_general_beat = 0.0  # the beater's next beat on BEAT_CHANNEL
         self._someone_busy = False  # what the last beat saw
         self._warned = False
         #: Listening through a pooler (see the module's docstring): never trusted.
@@ -316,17 +324,25 @@ class Listener:
         the connection was lost. Under the lock."""
         try:
             if busy:
+                self._hear_fast(True)  # before the demand: the beat it brings is heard
                 self._execute(
                     "SELECT pg_advisory_lock_shared(%s), pg_notify(%s, '')",
                     (BUSY_LOCK, DEMAND_CHANNEL),
                 )
             else:
                 self._execute("SELECT pg_advisory_unlock_shared(%s)", (BUSY_LOCK,))
+                self._hear_fast(self.beating)
         except Exception as error:
             self._lose(error)
             return False
         self._busy = busy
         return True
+
+    def _hear_fast(self, on: bool) -> None:
+        """Listen to the fast beat, or stop (raises as ``_execute``). Under the lock."""
+        if on != self._fast:
+            self._execute(f"{'LISTEN' if on else 'UNLISTEN'} {FAST_BEAT_CHANNEL}")
+            self._fast = on
 
     def listen(self) -> bool:
         """Connect and listen (the thread does, and again after a loss); False if it cannot."""
@@ -348,6 +364,7 @@ class Listener:
         with self._lock:
             self._forget_all(None)
             self._connection = connection
+            self._fast = False
             self._kept = True  # what came with LISTEN's answers
             self._last_beat = time.monotonic()
             self._offsets = [float("inf"), float("inf")]
@@ -368,6 +385,7 @@ class Listener:
             return
         try:
             self._execute(f"LISTEN {DEMAND_CHANNEL}")
+            self._hear_fast(True)  # its own beats, fast ones too: it steps down without them
             self._beat_connection = self._connect(BEAT_APPLICATION_NAME)
         except Exception as error:
             self._step_down(f"it cannot connect to beat ({error})")
@@ -375,19 +393,22 @@ class Listener:
         self._attempt_backoff = TAKE_OVER_SECONDS
         self._last_beat = now  # its own first beat has this long to arrive
         self._next_beat = now  # at once, once the listening connection is free
+        self._next_general_beat = now  # the first to every listener
         logger.info("The read model beats for every process of this database")
 
     def _beat(self, now: float) -> None:
+        general = now >= self._next_general_beat
         try:
             row = self._beat_connection.execute(
                 _BEAT,
                 (
-                    BEAT_CHANNEL,
+                    BEAT_CHANNEL if general else FAST_BEAT_CHANNEL,
                     f"{time.time():.6f}",
                     QUEUE_USAGE_LIMIT,
                     APPLICATION_NAME,
                     BUSY_LOCK,
                 ),
+                prepare=True,  # planned once: it runs 40 times a second while memory is wanted
             ).fetchone()
         except Exception as error:
             with self._lock:
@@ -395,6 +416,8 @@ class Listener:
             return
         self._someone_busy = row[3]
         self._next_beat = now + self._interval()
+        if general:
+            self._next_general_beat = now + IDLE_BEAT_SECONDS
         self._end_stopped_readers(now, row[1], row[2])
 
     def _end_stopped_readers(self, now: float, blocked: list[int] | None, usage: float) -> None:
@@ -432,6 +455,7 @@ class Listener:
         if self._connection is not None:
             try:
                 self._execute(f"UNLISTEN {DEMAND_CHANNEL}")
+                self._hear_fast(self._busy)
                 self._execute("SELECT pg_advisory_unlock(%s)", (BEAT_LOCK,))
             except Exception as error:
                 self._lose(error)
@@ -457,7 +481,7 @@ class Listener:
             # already read is handed over whole.
             for notification in self._connection.notifies(timeout=0, stop_after=DRAIN_AT_MOST):
                 heard += 1
-                if notification.channel == BEAT_CHANNEL:
+                if notification.channel in (BEAT_CHANNEL, FAST_BEAT_CHANNEL):
                     self._heard_beat(notification.payload)
                 elif notification.channel == DEMAND_CHANNEL:
                     self._someone_busy, self._next_beat = True, 0.0  # beat at once, and fast
@@ -535,6 +559,6 @@ class Listener:
                 except Exception:
                     pass
         self._beat_connection = self._connection = None
-        self._busy = self._someone_busy = False
+        self._busy = self._someone_busy = self._fast = False
         self._blocked_since.clear()
         self._forget_all(None)
