@@ -4,15 +4,22 @@ Issue 5: a get costs at most two queries and writes nothing; a key or token that
 valid is refused before the database.
 """
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework import serializers
 
 from tests.support.api import get_or_create, rotate
 from tests.support.factories import SchemaMappingFactory, UserGroupFactory
 from tests.support.queries import only_reads
 from usergroups import crypto, services
-from usergroups.api.serializers import RotatedGroupSerializer, UserGroupSerializer
+from usergroups.api.serializers import (
+    NamedGroupSerializer,
+    RotatedGroupSerializer,
+    UserGroupSerializer,
+)
 from usergroups.errors.failures import TokenUnavailable
 from usergroups.models import APIKey, UserGroup
 from usergroups.records import RECORD_FIELDS, GroupRecord
@@ -166,3 +173,22 @@ def test_a_token_no_secret_opens_is_503(workspace, settings):
     for serializer_class in (UserGroupSerializer, RotatedGroupSerializer):
         with pytest.raises(TokenUnavailable):
             _ = serializer_class(group).data
+
+
+def test_each_group_answer_is_what_its_declared_fields_give(workspace):
+    """The group answers are written in one step; DRF's walk of their declared fields
+    (which the OpenAPI description states) gives the same answer, key for key and in
+    order, for a root, a child that inherits, and a group without properties or mapping."""
+    root = UserGroupFactory(workspace=workspace, properties={"region": "EU", "n": [1, {}]})
+    for schema_id, source in (("zeta", "z-1"), ("alpha", "a-1")):
+        SchemaMappingFactory(group=root, schema_id=schema_id, data_source_id=source)
+    child = UserGroupFactory(workspace=workspace, parent=root, properties={"n": 2})
+    SchemaMappingFactory(group=child, schema_id="alpha", data_source_id="a-2")
+    bare = UserGroupFactory(workspace=workspace, properties=None, name="")
+    for group in (root, child, bare):
+        record = services.groups.find_group(workspace.pk, group.provided_id)
+        for serializer_class in (NamedGroupSerializer, RotatedGroupSerializer, UserGroupSerializer):
+            written = serializer_class(record).data
+            walked = serializers.Serializer.to_representation(serializer_class(), record)
+            assert list(written) == list(serializer_class().fields)
+            assert json.dumps(written) == json.dumps(walked), (serializer_class, group)

@@ -138,10 +138,21 @@ class TokenField(serializers.Field):
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, group: GroupRecord) -> str:
-        token = group.token  # unsealed on each read: once
-        if token is None:
-            raise TokenUnavailable()
-        return token
+        return token_of(group)
+
+
+def token_of(group: GroupRecord) -> str:
+    """The group's token as an answer shows it: 503 when no configured secret opens it."""
+    token = group.token  # unsealed on each read: once
+    if token is None:
+        raise TokenUnavailable()
+    return token
+
+
+# The group answers below are on every get and mint. Their fields declare the shape (the
+# OpenAPI description reads them); each writes its record's answer in one step, which
+# tests/test_hot_path.py holds equal to DRF's walk of those fields (most of a get's
+# serializing time, which builds and walks every field for each answer).
 
 
 class NamedGroupSerializer(serializers.Serializer):
@@ -151,6 +162,9 @@ class NamedGroupSerializer(serializers.Serializer):
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
 
+    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
+        return {"team_id": group.team_id, "name": group.name, "provided_id": group.provided_id}
+
 
 class RotatedGroupSerializer(serializers.Serializer):
     """A user group as the rotate operation reports it."""
@@ -159,6 +173,14 @@ class RotatedGroupSerializer(serializers.Serializer):
     token = TokenField()
     name = serializers.CharField(read_only=True)
     provided_id = serializers.CharField(read_only=True)
+
+    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
+        return {
+            "team_id": group.team_id,
+            "token": token_of(group),
+            "name": group.name,
+            "provided_id": group.provided_id,
+        }
 
 
 class UserGroupSerializer(RotatedGroupSerializer):
@@ -173,6 +195,16 @@ class UserGroupSerializer(RotatedGroupSerializer):
         "own; a top-level key of a deeper group wins.",
     )
     computed_mapping = serializers.DictField(child=serializers.CharField(), read_only=True)
+
+    def to_representation(self, group: GroupRecord) -> dict[str, Any]:
+        return {
+            **super().to_representation(group),
+            "properties": group.properties,
+            "mapping": dict(group.mapping),
+            "parent_user_group_id": group.parent_user_group_id,
+            "computed_properties": group.computed_properties,
+            "computed_mapping": dict(group.computed_mapping),
+        }
 
 
 class UpdateRequestSerializer(serializers.Serializer):
