@@ -173,7 +173,7 @@ def read_model_forgot(reason: str, entries: int) -> None:
 
 
 #: What the read layer registers: called at each collection, it answers a mapping of
-#: ``listening`` (bool), ``proof_age_seconds`` (float, or None before any proof),
+#: ``listening`` (bool), ``proof_age_seconds`` (float, or None without a proof),
 #: ``entries`` (int) and ``bytes`` (int), or None when the process has no read model.
 StateCallback = Callable[[], Mapping[str, Any] | None]
 _read_model_state: StateCallback | None = None

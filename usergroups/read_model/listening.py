@@ -2,24 +2,23 @@ r"""One process's ear on PostgreSQL, and the database's one proof of hearing.
 
 Each process listens (``LISTEN``) on one connection of its own (``application_name``
 :data:`APPLICATION_NAME`) to :data:`CHANNEL`, where the triggers say what each committed
-transaction changed (:mod:`usergroups.read_model.changes`), and to :data:`BEAT_CHANNEL`;
-while it wants memory, to :data:`FAST_BEAT_CHANNEL` too.
-One process per database, the one holding the session advisory lock :data:`BEAT_LOCK` on
-its listening connection, beats for everyone from a second connection
+transaction changed (:mod:`usergroups.read_model.changes`); while it wants memory, to
+:data:`BEAT_CHANNEL` too. One process per database, the one holding the session advisory
+lock :data:`BEAT_LOCK` on its listening connection, beats from a second connection
 (:data:`BEAT_APPLICATION_NAME`): it notifies the time and its snapshot. When its session
-ends, the lock goes with it, and the first process that misses the beat takes over.
+ends, the lock goes with it, and the first process that wants memory and misses the beat
+takes over.
 
 A beat wakes every server process listening to its channel (a transaction each), so it
 is sent only as often as, and only to whom, someone needs it. A process that wants memory
-to answer listens to :data:`FAST_BEAT_CHANNEL` and holds the shared advisory lock
+to answer listens to :data:`BEAT_CHANNEL` and holds the shared advisory lock
 :data:`BUSY_LOCK` (taken with one notification on :data:`DEMAND_CHANNEL`, which only the
 beater hears; both let go once it has wanted nothing for :data:`IDLE_AFTER_SECONDS`).
-While any process holds it, the beat comes every :data:`BEAT_SECONDS` on the fast channel,
-which wakes only the processes that want memory; every :data:`IDLE_BEAT_SECONDS` one goes
-to :data:`BEAT_CHANNEL`, which every listener hears, to show that someone still beats. An
-idle site costs the database one beat every two seconds and one wake of each listener
-with it, however many processes listen; an idle process runs no statement at all, and
-is not woken by the fast beat that busy ones ask for.
+While any process holds it, the beat comes every :data:`BEAT_SECONDS`; while none does,
+every :data:`IDLE_BEAT_SECONDS`, heard by the beater alone, which shows that someone
+still beats. An idle process runs no statement and hears no beat: an idle site costs the
+database one beat every two seconds and the beater's wake with it, however many
+processes listen.
 
 A beat heard on the listening connection proves that this very session receives other
 sessions' notifications, and, as notifications arrive in commit order, that everything
@@ -60,11 +59,9 @@ logger = get_logger(__name__)
 
 #: The channel the triggers notify on (:mod:`usergroups.read_model.changes`).
 CHANNEL = "usergroups"
-#: The channel of the shared beat: ``"<sender's time> <its snapshot>"``.
+#: The channel of the shared beat, ``"<sender's time> <its snapshot>"``: heard by the
+#: processes that want memory, and the beater.
 BEAT_CHANNEL = "usergroups_beat"
-#: The channel of the fast beat, heard only by the processes that want memory (and the
-#: beater).
-FAST_BEAT_CHANNEL = "usergroups_beat_fast"
 #: ``application_name`` of listening connections (pg_stat_activity shows which they are).
 APPLICATION_NAME = "usergroups-listen"
 #: ``application_name`` of the one connection that beats.
@@ -82,10 +79,8 @@ IDLE_BEAT_SECONDS = 2.0
 IDLE_AFTER_SECONDS = 1.0
 #: Memory answers only while the last beat heard was sent less than this ago.
 STALE_SECONDS = 0.1
-#: No beat heard for this long: the process tries to beat itself (while it wants memory;
-#: an idle one waits for a few idle beats to be missed).
+#: No beat heard for this long while it wants memory: the process tries to beat itself.
 TAKE_OVER_SECONDS = 0.15
-IDLE_TAKE_OVER_SECONDS = 2.5 * IDLE_BEAT_SECONDS
 #: The beater hears nothing at all, its own beats included, for this long past a beat's
 #: interval: it steps down (a flood it is still reading delays its beats, and is no
 #: reason to).
@@ -173,8 +168,7 @@ class Listener:
         self._kept = False
         self._wanted_at = float("-inf")  # when memory was last wanted here
         self._busy = False  # this session holds BUSY_LOCK
-        self._fast = False  # this session listens to FAST_BEAT_CHANNEL
-        self._next_general_beat = 0.0  # the beater's next beat on BEAT_CHANNEL
+        self._hears_beats = False  # this session listens to BEAT_CHANNEL
         self._someone_busy = False  # what the last beat saw
         self._warned = False
         #: Listening through a pooler (see the module's docstring): never trusted.
@@ -213,7 +207,8 @@ class Listener:
         return self._proven_at
 
     def proof_age(self) -> float | None:
-        """Seconds since the last beat heard was sent (None: none heard since listening)."""
+        """Seconds since the last beat heard was sent (None: none heard since listening,
+        or since the process last wanted memory)."""
         proven_at = self._proven_at
         return None if proven_at is None else time.time() - proven_at
 
@@ -234,6 +229,14 @@ class Listener:
         if not self._lock.acquire(timeout=LOCK_WAIT_SECONDS):
             return False
         try:
+            if not self._hears_beats:
+                # Wanted after an idle spell: hear the beat from now on, whether or not
+                # the thread runs (it asks for the fast beat); the database answers this.
+                try:
+                    self._hear_beats(True)
+                except Exception as error:
+                    self._lose(error)
+                return False
             if not self._drain():
                 return False
         finally:
@@ -274,16 +277,17 @@ class Listener:
                 self._stopping.wait(RECONNECT_SECONDS if self._warned else 0) or not self.listen()
             ):
                 continue
-            now = time.monotonic()
-            wait = (
-                self._next_beat if self.beating else self._last_beat + self._take_over_after()
-            ) - now
+            deadlines = []
+            if self.beating:
+                deadlines.append(self._next_beat)
+            elif self._busy:
+                deadlines.append(self._last_beat + TAKE_OVER_SECONDS)
             if self._busy:
-                wait = min(wait, self._wanted_at + IDLE_AFTER_SECONDS - now)
+                deadlines.append(self._wanted_at + IDLE_AFTER_SECONDS)
+            # Idle and not beating: nothing to do until a change arrives or memory is wanted.
+            timeout = max(min(deadlines) - time.monotonic(), 0.001) if deadlines else None
             try:
-                select.select(
-                    [self._connection.fileno(), self._wake_read], [], [], max(wait, 0.001)
-                )
+                select.select([self._connection.fileno(), self._wake_read], [], [], timeout)
             except (OSError, ValueError):  # the connection closed under us
                 pass
             if self._stopping.is_set():
@@ -308,7 +312,11 @@ class Listener:
                         self._step_down("it hears none of its own beats")
                     else:
                         beat = now >= self._next_beat
-                elif now - self._last_beat > self._take_over_after() and now >= self._next_attempt:
+                elif (
+                    self._busy
+                    and now - self._last_beat > TAKE_OVER_SECONDS
+                    and now >= self._next_attempt
+                ):
                     self._take_over(now)
             if beat:  # on the beat connection: requests keep reading the listening one
                 self._beat(now)
@@ -316,40 +324,40 @@ class Listener:
     def _interval(self) -> float:
         return BEAT_SECONDS if self._someone_busy or self._busy else IDLE_BEAT_SECONDS
 
-    def _take_over_after(self) -> float:
-        return TAKE_OVER_SECONDS if self._busy else IDLE_TAKE_OVER_SECONDS
-
     def _set_busy(self, busy: bool) -> bool:
         """Take (with a demand for the fast beat) or let go of :data:`BUSY_LOCK`; False if
         the connection was lost. Under the lock."""
         try:
             if busy:
-                self._hear_fast(True)  # before the demand: the beat it brings is heard
+                self._hear_beats(True)  # before the demand: the beat it brings is heard
                 self._execute(
                     "SELECT pg_advisory_lock_shared(%s), pg_notify(%s, '')",
                     (BUSY_LOCK, DEMAND_CHANNEL),
                 )
+                # The beater's answer to the demand has this long before a take-over.
+                self._last_beat = time.monotonic()
             else:
                 self._execute("SELECT pg_advisory_unlock_shared(%s)", (BUSY_LOCK,))
-                self._hear_fast(self.beating)
+                self._hear_beats(self.beating)
         except Exception as error:
             self._lose(error)
             return False
         self._busy = busy
         return True
 
-    def _hear_fast(self, on: bool) -> None:
-        """Listen to the fast beat, or stop (raises as ``_execute``). Under the lock."""
-        if on != self._fast:
-            self._execute(f"{'LISTEN' if on else 'UNLISTEN'} {FAST_BEAT_CHANNEL}")
-            self._fast = on
+    def _hear_beats(self, on: bool) -> None:
+        """Listen to the beat, or stop (raises as ``_execute``). Under the lock."""
+        if on != self._hears_beats:
+            self._execute(f"{'LISTEN' if on else 'UNLISTEN'} {BEAT_CHANNEL}")
+            self._hears_beats = on
+            if not on:
+                self._proven_at = None  # no proof while not hearing: none to report
 
     def listen(self) -> bool:
         """Connect and listen (the thread does, and again after a loss); False if it cannot."""
         try:
             connection = self._connect(APPLICATION_NAME)
             connection.execute(f"LISTEN {CHANNEL}")
-            connection.execute(f"LISTEN {BEAT_CHANNEL}")
             server_pid = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
         except Exception as error:  # any failure to connect: try again later
             self._warn(f"The read model cannot listen ({error}): reading the database")
@@ -364,7 +372,7 @@ class Listener:
         with self._lock:
             self._forget_all(None)
             self._connection = connection
-            self._fast = False
+            self._hears_beats = False
             self._kept = True  # what came with LISTEN's answers
             self._last_beat = time.monotonic()
             self._offsets = [float("inf"), float("inf")]
@@ -385,7 +393,7 @@ class Listener:
             return
         try:
             self._execute(f"LISTEN {DEMAND_CHANNEL}")
-            self._hear_fast(True)  # its own beats, fast ones too: it steps down without them
+            self._hear_beats(True)  # its own beats: it steps down without them
             self._beat_connection = self._connect(BEAT_APPLICATION_NAME)
         except Exception as error:
             self._step_down(f"it cannot connect to beat ({error})")
@@ -393,16 +401,14 @@ class Listener:
         self._attempt_backoff = TAKE_OVER_SECONDS
         self._last_beat = now  # its own first beat has this long to arrive
         self._next_beat = now  # at once, once the listening connection is free
-        self._next_general_beat = now  # the first to every listener
         logger.info("The read model beats for every process of this database")
 
     def _beat(self, now: float) -> None:
-        general = now >= self._next_general_beat
         try:
             row = self._beat_connection.execute(
                 _BEAT,
                 (
-                    BEAT_CHANNEL if general else FAST_BEAT_CHANNEL,
+                    BEAT_CHANNEL,
                     f"{time.time():.6f}",
                     QUEUE_USAGE_LIMIT,
                     APPLICATION_NAME,
@@ -416,8 +422,6 @@ class Listener:
             return
         self._someone_busy = row[3]
         self._next_beat = now + self._interval()
-        if general:
-            self._next_general_beat = now + IDLE_BEAT_SECONDS
         self._end_stopped_readers(now, row[1], row[2])
 
     def _end_stopped_readers(self, now: float, blocked: list[int] | None, usage: float) -> None:
@@ -455,7 +459,7 @@ class Listener:
         if self._connection is not None:
             try:
                 self._execute(f"UNLISTEN {DEMAND_CHANNEL}")
-                self._hear_fast(self._busy)
+                self._hear_beats(self._busy)
                 self._execute("SELECT pg_advisory_unlock(%s)", (BEAT_LOCK,))
             except Exception as error:
                 self._lose(error)
@@ -481,7 +485,7 @@ class Listener:
             # already read is handed over whole.
             for notification in self._connection.notifies(timeout=0, stop_after=DRAIN_AT_MOST):
                 heard += 1
-                if notification.channel in (BEAT_CHANNEL, FAST_BEAT_CHANNEL):
+                if notification.channel == BEAT_CHANNEL:
                     self._heard_beat(notification.payload)
                 elif notification.channel == DEMAND_CHANNEL:
                     self._someone_busy, self._next_beat = True, 0.0  # beat at once, and fast
@@ -559,6 +563,6 @@ class Listener:
                 except Exception:
                     pass
         self._beat_connection = self._connection = None
-        self._busy = self._someone_busy = self._fast = False
+        self._busy = self._someone_busy = self._hears_beats = False
         self._blocked_since.clear()
         self._forget_all(None)
