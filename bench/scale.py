@@ -63,7 +63,7 @@ from bench.scenarios import (
     Run,
     ScaleResults,
 )
-from bench.workload import TARGET_ID
+from bench.workload import GET_BODY, TARGET_ID
 from tests.support.deployment import manage
 from tests.support.http import call_api, exchange
 from tests.support.postgres import (
@@ -217,10 +217,10 @@ def measure_idle(
             warm_every_worker(server, site, workers, name)
             time.sleep(SETTLE)
             first = cut(admin, name)
-            listening_again(workers, name)
+            listening_again(workers, name, server)
             time.sleep(SETTLE)
             second = cut(admin, name)
-            listening, beating = listening_again(workers, name)
+            listening, beating = listening_again(workers, name, server)
             time.sleep(SETTLE)
             pids = {"listen": listening, "beat": beating, "app": server.gunicorn.worker_pids()}
             began = time.monotonic()
@@ -274,13 +274,18 @@ def listening_now(name: str) -> tuple[list[int], list[int]]:
     return listening, listening_backends(name, BEAT_APPLICATION_NAME, admin_url())
 
 
-def listening_again(workers: int, name: str) -> tuple[list[int], list[int]]:
-    """Once every worker listens again after a ``cut`` (by itself), and one beats."""
-    deadline = time.monotonic() + 30
+def listening_again(workers: int, name: str, server: Server) -> tuple[list[int], list[int]]:
+    """Once every worker listens again after a ``cut`` (by itself), and one beats: as
+    only a process that wants memory takes a lost beat over, one request once all listen
+    (its worker beats from then on, idle or not, as a site's beater does)."""
+    deadline, asked = time.monotonic() + 30, False
     while True:
         listening, beating = listening_now(name)
         if len(listening) >= workers and beating:
             return listening, beating
+        if len(listening) >= workers and not asked:
+            server.call("GET", "/api/user", "api_key", GET_BODY)
+            asked = True
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(listening)} of {workers} workers listen again after a cut")
         time.sleep(0.05)

@@ -15,10 +15,11 @@ to answer listens to :data:`BEAT_CHANNEL` and holds the shared advisory lock
 :data:`BUSY_LOCK` (taken with one notification on :data:`DEMAND_CHANNEL`, which only the
 beater hears; both let go once it has wanted nothing for :data:`IDLE_AFTER_SECONDS`).
 While any process holds it, the beat comes every :data:`BEAT_SECONDS`; while none does,
-every :data:`IDLE_BEAT_SECONDS`, heard by the beater alone, which shows that someone
-still beats. An idle process runs no statement and hears no beat: an idle site costs the
-database one beat every two seconds and the beater's wake with it, however many
-processes listen.
+there is none, until a demand brings it back. PostgreSQL wakes every listening session
+of a database for each notification in it, whatever its channel (a transaction each), so
+an idle site costs the database one statement of the beater's every
+:data:`LOOK_SECONDS` (the queue's guard, below), however many processes listen; an idle
+process runs no statement, and its thread is not woken by the beats others ask for.
 
 A beat heard on the listening connection proves that this very session receives other
 sessions' notifications, and, as notifications arrive in commit order, that everything
@@ -36,7 +37,7 @@ told at its start (``info.backend_pid``, the pooler's own). Such a listener neve
 trusts memory and never beats, whatever the settings say (:attr:`Listener.pooled`).
 
 The beater also guards the server's one notification queue: a listening session that
-has been blocked writing to its client (``ClientWrite``) at every beat for
+has been blocked writing to its client (``ClientWrite``) at every beat or look for
 :data:`STOPPED_READER_SECONDS` while the queue did not shrink is ended, and no other.
 
 Only psycopg's public API: ``connect``, ``Connection.execute``, ``notifies(timeout=0,
@@ -72,9 +73,11 @@ BEAT_LOCK = 0x75677270
 BUSY_LOCK = 0x75677271
 #: The channel a process notifies when it starts wanting memory; the beater alone listens.
 DEMAND_CHANNEL = "usergroups_demand"
-#: The beat while some process wants memory, and while none does.
+#: The beat while some process wants memory (while none does, there is none).
 BEAT_SECONDS = 0.025
-IDLE_BEAT_SECONDS = 2.0
+#: While nobody wants memory, the beater still looks at the queue this often (a
+#: statement on its own connection, no notification: it wakes nobody).
+LOOK_SECONDS = 2.0
 #: A process that wanted no memory for this long lets go of :data:`BUSY_LOCK`.
 IDLE_AFTER_SECONDS = 1.0
 #: Memory answers only while the last beat heard was sent less than this ago.
@@ -108,15 +111,19 @@ HEARD_KEPT = 10_000
 #: read next time; until then the proof is older, and the database answers).
 DRAIN_AT_MOST = 2_000
 
-_BEAT = (
-    "SELECT pg_notify(%s, %s || ' ' || CASE WHEN length(s::text) > 7000"
-    " THEN pg_snapshot_xmin(s) || ':' || pg_snapshot_xmin(s) || ':' ELSE s::text END),"
-    " CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
+# What the beater looks at each time: the listening sessions blocked on their client
+# while the queue is over its limit, the queue's usage, and whether some process holds
+# BUSY_LOCK (shared): the exclusive lock, tried for this statement's transaction alone, is
+# refused (cheaper than reading pg_locks).
+_LOOK = (
+    "SELECT CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
     " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END,"
-    " pg_notification_queue_usage(),"
-    # Whether some process holds BUSY_LOCK (shared): the exclusive lock, tried for this
-    # statement's transaction alone, is refused. Cheaper than reading pg_locks.
-    " NOT pg_try_advisory_xact_lock(%s)"
+    " pg_notification_queue_usage(), NOT pg_try_advisory_xact_lock(%s)"
+)
+#: The beat: the same look, and the notification.
+_BEAT = (
+    _LOOK + ", pg_notify(%s, %s || ' ' || CASE WHEN length(s::text) > 7000"
+    " THEN pg_snapshot_xmin(s) || ':' || pg_snapshot_xmin(s) || ':' ELSE s::text END)"
     " FROM (SELECT pg_current_snapshot() AS s) AS now"
 )
 
@@ -307,8 +314,9 @@ class Listener:
                 if wanted != self._busy and not self._set_busy(wanted):
                     continue
                 if self.beating:
+                    # Only while it beats (a demand, heard, resumes it: quiet counts from it).
                     quiet = now - max(self._last_beat, self._last_heard)
-                    if quiet > STEP_DOWN_SECONDS + self._interval():
+                    if self._wanted_anywhere() and quiet > STEP_DOWN_SECONDS + BEAT_SECONDS:
                         self._step_down("it hears none of its own beats")
                     else:
                         beat = now >= self._next_beat
@@ -321,8 +329,9 @@ class Listener:
             if beat:  # on the beat connection: requests keep reading the listening one
                 self._beat(now)
 
-    def _interval(self) -> float:
-        return BEAT_SECONDS if self._someone_busy or self._busy else IDLE_BEAT_SECONDS
+    def _wanted_anywhere(self) -> bool:
+        """Whether some process wants memory, as the last beat or a demand showed."""
+        return self._someone_busy or self._busy
 
     def _set_busy(self, busy: bool) -> bool:
         """Take (with a demand for the fast beat) or let go of :data:`BUSY_LOCK`; False if
@@ -404,25 +413,22 @@ class Listener:
         logger.info("The read model beats for every process of this database")
 
     def _beat(self, now: float) -> None:
+        """Beat, or, while nobody wants memory, only look."""
+        look: tuple[Any, ...] = (QUEUE_USAGE_LIMIT, APPLICATION_NAME, BUSY_LOCK)
         try:
-            row = self._beat_connection.execute(
-                _BEAT,
-                (
-                    BEAT_CHANNEL,
-                    f"{time.time():.6f}",
-                    QUEUE_USAGE_LIMIT,
-                    APPLICATION_NAME,
-                    BUSY_LOCK,
-                ),
-                prepare=True,  # planned once: it runs 40 times a second while memory is wanted
-            ).fetchone()
+            if self._wanted_anywhere():
+                statement = _BEAT, (*look, BEAT_CHANNEL, f"{time.time():.6f}")
+            else:
+                statement = _LOOK, look
+            # Planned once: it runs 40 times a second while memory is wanted.
+            row = self._beat_connection.execute(*statement, prepare=True).fetchone()
         except Exception as error:
             with self._lock:
                 self._step_down(f"its beat failed ({error})")
             return
-        self._someone_busy = row[3]
-        self._next_beat = now + self._interval()
-        self._end_stopped_readers(now, row[1], row[2])
+        self._someone_busy = row[2]
+        self._next_beat = now + (BEAT_SECONDS if self._wanted_anywhere() else LOOK_SECONDS)
+        self._end_stopped_readers(now, row[0], row[1])
 
     def _end_stopped_readers(self, now: float, blocked: list[int] | None, usage: float) -> None:
         """Only while the queue holds more than its limit: end a listening session blocked
