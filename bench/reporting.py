@@ -13,6 +13,7 @@ from bench import BENCH
 from bench.scenarios import (
     IDLE_COMMITS,
     IDLE_FLAT,
+    IDLE_SLACK,
     LABELS,
     LISTEN_CPU,
     LISTEN_CPU_AT,
@@ -206,7 +207,8 @@ def idle_table(results: ScaleResults) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     fewest = rows[0].commits
     for row in rows:
-        flat = row.commits <= IDLE_COMMITS and row.commits <= max(fewest, 1) * IDLE_FLAT
+        most = max(fewest * IDLE_FLAT, fewest + IDLE_SLACK)
+        flat = row.commits <= IDLE_COMMITS and row.commits <= most
         cpu_met = row.workers != LISTEN_CPU_AT or row.listen_cpu < LISTEN_CPU
         lines.append(
             f"| {row.workers} ({row.listening}) | {verdict(flat, f'{row.commits:.1f}')} | "

@@ -24,7 +24,7 @@ gunicorn (bench/driving.py's ``Server``) on loopback, wrk as the load:
    once by one worker: its resident memory before and after, against the default
    ``READ_MODEL_MAX_BYTES``; then a second pass over the last of them, from memory.
 
-    python -m bench.scale [--workers 2,8,32,64] [--idle 10] [--seconds 8] ...
+    python -m bench.scale [--workers 2,8,32,64] [--idle 40] [--seconds 8] ...
     python -m bench.scale --smoke              # every step, briefly; writes nothing
 
 ``make bench`` runs it after the rounds (``--only scale``: it alone, writing nothing).
