@@ -9,17 +9,17 @@ lock :data:`BEAT_LOCK` on its listening connection, beats from a second connecti
 ends, the lock goes with it, and the first process that wants memory and misses the beat
 takes over.
 
-A beat wakes every server process listening to its channel (a transaction each), so it
-is sent only as often as, and only to whom, someone needs it. A process that wants memory
-to answer listens to :data:`BEAT_CHANNEL` and holds the shared advisory lock
-:data:`BUSY_LOCK` (taken with one notification on :data:`DEMAND_CHANNEL`, which only the
-beater hears; both let go once it has wanted nothing for :data:`IDLE_AFTER_SECONDS`).
-While any process holds it, the beat comes every :data:`BEAT_SECONDS`; while none does,
-there is none, until a demand brings it back. PostgreSQL wakes every listening session
-of a database for each notification in it, whatever its channel (a transaction each), so
-an idle site costs the database one statement of the beater's every
-:data:`LOOK_SECONDS` (the queue's guard, below), however many processes listen; an idle
-process runs no statement, and its thread is not woken by the beats others ask for.
+PostgreSQL wakes every listening session of a database for each notification in it,
+whatever its channel (a transaction each), so the beat is sent only while someone needs
+it. A process that wants memory to answer listens to :data:`BEAT_CHANNEL` and holds the
+shared advisory lock :data:`BUSY_LOCK` (taken with one notification on
+:data:`DEMAND_CHANNEL`, which only the beater hears; both let go once it has wanted
+nothing for :data:`IDLE_AFTER_SECONDS`). While any process holds it, the beat comes every
+:data:`BEAT_SECONDS`; while none does, there is none, until a demand brings it back. An
+idle site costs the database one statement of the beater's every :data:`LOOK_SECONDS`
+(the queue's guard, below), however many processes listen; an idle process runs no
+statement, and its thread is not woken by the beats others ask for (its session does
+not pass them on).
 
 A beat heard on the listening connection proves that this very session receives other
 sessions' notifications, and, as notifications arrive in commit order, that everything
