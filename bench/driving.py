@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from bench import BENCH, OUT, log
-from bench.datasets import PG_URL, server_env
+from bench.datasets import PG_URL, database_name, server_env
 from bench.profiling import profile
 from bench.propagation import measure_propagation
 from bench.scenarios import API, LABELS, NONE, PROPAGATION, SDK, WEBHOOKS, Results, Run, runs_for
@@ -23,6 +23,8 @@ from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END
 from tests.support import ROOT
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import exchange
+from tests.support.postgres import listening_backends
+from usergroups.read_model.listening import BEAT_APPLICATION_NAME
 
 LUA = BENCH / "lua"
 # The header each kind of credential goes in; the embed and simplejwt tokens are minted
@@ -203,6 +205,24 @@ class Server:
         raise RuntimeError(f"wrk gave no result: {done.stdout}\n{done.stderr}")
 
 
+@contextlib.contextmanager
+def beating_server(backend: str, secrets: dict[str, str], args: argparse.Namespace) -> Any:
+    """A one-worker server of the same site that beats for the database (the read model's
+    proof of hearing, usergroups.read_model.listening), started first and asked once,
+    as one of a site's many processes beats for all: the measured servers' workers only
+    listen, whichever telemetry they load, and no row carries the beat's thread."""
+    with Server(
+        backend, secrets, argparse.Namespace(**{**vars(args), "workers": 1}), name=f"{backend}-beat"
+    ) as server:
+        database, deadline = database_name(PG_URL), time.monotonic() + 10
+        while not listening_backends(database, BEAT_APPLICATION_NAME):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the beating server never beat; see {server.log_path}")
+            server.call("GET", "/api/user", "api_key", GET_BODY)  # it wants memory: it beats
+            time.sleep(0.2)
+        yield server
+
+
 def measure_backend(
     backend: str, secrets: dict[str, str], args: argparse.Namespace, results: Results
 ) -> None:
@@ -211,7 +231,10 @@ def measure_backend(
     mints of the rounds). The runs of another telemetry than the API's load a server each,
     started beside the first and stopped after the rounds."""
     runs = runs_for(args.only, backend)
-    with Server(backend, secrets, args) as server, contextlib.ExitStack() as others:
+    with contextlib.ExitStack() as beat, contextlib.ExitStack() as others:
+        if backend == "postgres":
+            beat.enter_context(beating_server(backend, secrets, args))
+        server = beat.enter_context(Server(backend, secrets, args))
         servers = {API: server}
         for telemetry in sorted({run.telemetry for run in runs} - {API}):
             servers[telemetry] = others.enter_context(
