@@ -23,7 +23,7 @@ from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END
 from tests.support import ROOT
 from tests.support.gunicorn import Gunicorn
 from tests.support.http import exchange
-from tests.support.postgres import listening_backends
+from tests.support.postgres import ADMIN_URL, listening_backends
 from usergroups.read_model.listening import BEAT_APPLICATION_NAME
 
 LUA = BENCH / "lua"
@@ -114,6 +114,20 @@ class Server:
         else:
             return f"{SCHEMES[secret]} {self.secrets[secret]}"
         return f"{SCHEMES[secret]} {token['embed_token']}"
+
+    def until_someone_beats(
+        self, database: str, admin_url: str = ADMIN_URL, seconds: float = 10
+    ) -> list[int]:
+        """The beat's sessions of ``database``, once there is one: only a process that
+        wants memory takes the beat (usergroups.read_model.listening), so this server is
+        asked until it, or another, beats."""
+        deadline = time.monotonic() + seconds
+        while not (beating := listening_backends(database, BEAT_APPLICATION_NAME, admin_url)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nobody beats for {database}; see {self.log_path}")
+            self.call("GET", "/api/user", "api_key", GET_BODY)  # it wants memory: it beats
+            time.sleep(0.2)
+        return beating
 
     def check_like_with_like(self, servers: dict[str, "Server"]) -> None:
         """Every verification view answers the same body (on the server of each run's
@@ -214,12 +228,7 @@ def beating_server(backend: str, secrets: dict[str, str], args: argparse.Namespa
     with Server(
         backend, secrets, argparse.Namespace(**{**vars(args), "workers": 1}), name=f"{backend}-beat"
     ) as server:
-        database, deadline = database_name(PG_URL), time.monotonic() + 10
-        while not listening_backends(database, BEAT_APPLICATION_NAME):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the beating server never beat; see {server.log_path}")
-            server.call("GET", "/api/user", "api_key", GET_BODY)  # it wants memory: it beats
-            time.sleep(0.2)
+        server.until_someone_beats(database_name(PG_URL))
         yield server
 
 

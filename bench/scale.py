@@ -63,7 +63,7 @@ from bench.scenarios import (
     Run,
     ScaleResults,
 )
-from bench.workload import GET_BODY, TARGET_ID
+from bench.workload import TARGET_ID
 from tests.support.deployment import manage
 from tests.support.http import call_api, exchange
 from tests.support.postgres import (
@@ -275,20 +275,14 @@ def listening_now(name: str) -> tuple[list[int], list[int]]:
 
 
 def listening_again(workers: int, name: str, server: Server) -> tuple[list[int], list[int]]:
-    """Once every worker listens again after a ``cut`` (by itself), and one beats: as
-    only a process that wants memory takes a lost beat over, one request once all listen
-    (its worker beats from then on, idle or not, as a site's beater does)."""
-    deadline, asked = time.monotonic() + 30, False
-    while True:
-        listening, beating = listening_now(name)
-        if len(listening) >= workers and beating:
-            return listening, beating
-        if len(listening) >= workers and not asked:
-            server.call("GET", "/api/user", "api_key", GET_BODY)
-            asked = True
+    """Once every worker listens again after a ``cut`` (by itself), and one beats (its
+    worker beats from then on, idle or not, as a site's beater does)."""
+    deadline = time.monotonic() + 30
+    while len(listening := listening_backends(name, admin_url=admin_url())) < workers:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(listening)} of {workers} workers listen again after a cut")
         time.sleep(0.05)
+    return listening, server.until_someone_beats(name, admin_url())
 
 
 def warm_every_worker(
