@@ -634,6 +634,43 @@ def test_one_session_beats_and_only_for_the_listeners_that_want_memory(site) -> 
             listener.stop()
 
 
+@on_postgresql
+def test_the_beat_is_parsed_once_and_planned_once(site) -> None:
+    """Under load the beat runs 40 times a second: on its session it is one prepared
+    statement, reused with a generic plan (Django turns psycopg's preparing off, and the
+    beat's look at pg_stat_activity is a large view to parse and plan each time)."""
+    made: list[psycopg.Connection] = []
+
+    def connect(application_name: str) -> psycopg.Connection:
+        made.append(read_model.connect(application_name))
+        return made[-1]
+
+    listener = listening.Listener(connect, Memory(100, 2**20))
+    listener.start()
+    try:
+        assert until(lambda: listener.listening)
+        with wanting_all_along(listener):
+            deadline = time.monotonic() + 5
+            while not listener.beating and time.monotonic() < deadline:
+                for pid in set(beaters()) - {made[0].info.backend_pid}:  # another beats
+                    outside_sql("SELECT pg_terminate_backend(%s)", pid)
+                time.sleep(0.05)
+            assert until(listener.trusted)
+            time.sleep(0.5)
+        (beat,) = made[1:]  # the listening connection, then the beat's
+        statements = beat.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+        ).fetchall()
+    finally:
+        listener.stop()
+    (text, generic, custom), *others = [row for row in statements if "pg_notify" in row[0]]
+    assert not others
+    assert "pg_notification_queue_usage" in text
+    assert (
+        custom <= 5 and generic >= 10
+    )  # psycopg prepares it at once; PostgreSQL plans 5, then one
+
+
 def beats_sent(seconds: float) -> int:
     """The beats sent on this database over ``seconds``, heard by a session of the test's."""
     with read_model.connect("beat-counter") as counter:

@@ -83,6 +83,10 @@ def connect(application_name: str) -> Any:
 
     params = connections[listen_alias()].get_connection_params()
     params.update(autocommit=True, application_name=application_name, cursor_factory=psycopg.Cursor)
+    if params.get("prepare_threshold") is None:
+        # Django turns psycopg's prepared statements off for poolers' sake; a listener
+        # that finds itself pooled never beats, so the beat may be prepared: psycopg's default.
+        params.pop("prepare_threshold", None)
     return psycopg.connect(**params)
 
 
