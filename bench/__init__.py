@@ -7,8 +7,9 @@ its authentication differ between the rows. wrk (8 connections, Lua scripts in
 bench/lua) loads it on loopback, on SQLite and on PostgreSQL, each seeded with 1,000
 groups through the app's own API. Each round runs every scenario of every
 implementation in turn (the order reversed every other round); the report has the
-medians of the rounds, and each ratio, taken within the same rounds, beside its target
-with the p50 and p99 of both sides:
+medians of the rounds, and each ratio as the median of its rounds' ratios (its two sides
+ran in the same round, seconds apart) with their range, beside its target and the p50
+and p99 of both sides:
 
 * get of an existing group / DRF's authtoken ``TokenAuthentication`` on a constant view;
 * embed-token verification on a host view / django-rest-knox ``TokenAuthentication``
@@ -23,8 +24,8 @@ with the p50 and p99 of both sides:
   same site with the SDK and its Prometheus exporter as the example project wires them
   under ``DJANGO_METRICS=true`` (example_project/metrics.py and its gunicorn hooks;
   nothing scrapes ``/metrics`` during the runs), each / the same tree without
-  instruments (``BENCH_TELEMETRY=none``: bench/site/no_telemetry.py). Each of the two is
-  a gunicorn server of its own, up beside the first for the rounds, its runs in their
+  instruments (``BENCH_TELEMETRY=none``: bench/site/no_telemetry.py). Each of the three
+  is a gunicorn server of its own, up beside the first for the rounds, its runs in their
   turns as any other.
 
 After the rounds, on PostgreSQL, the propagation of a revocation under load (how long a

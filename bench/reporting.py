@@ -8,6 +8,7 @@ import datetime
 import os
 import platform
 import shlex
+import statistics
 
 from bench import BENCH
 from bench.scenarios import (
@@ -33,8 +34,9 @@ NAMES = {"sqlite": "SQLite", "postgres": "PostgreSQL", "postgresql": "PostgreSQL
 
 
 def ratio_cell(results: Results, backend: str, ratio: Ratio) -> tuple[str, bool] | None:
-    """``ratio`` on ``backend`` with both sides' p50 and p99, and whether it meets its
-    target; None unless both sides were measured."""
+    """``ratio`` on ``backend`` (the median of its rounds' ratios, and their range) with
+    both sides' median p50 and p99, and whether it meets its target; None unless both
+    sides were measured."""
     (top_key, top_impl), (bottom_key, bottom_impl) = ratio.top, ratio.bottom
     top = [results.median(backend, top_key, top_impl, m) for m in ("rps", "p50_us", "p99_us")]
     bottom = [
@@ -42,11 +44,13 @@ def ratio_cell(results: Results, backend: str, ratio: Ratio) -> tuple[str, bool]
     ]
     if None in top or None in bottom:
         return None
-    value = top[0] / bottom[0]
+    rounds = results.round_ratios(backend, ratio.top, ratio.bottom)
+    value = statistics.median(rounds)
     met = round(value, 2) >= ratio.floor_for(backend)  # as shown
     shown = f"{value:.2f}" if met else f"**{value:.2f} MISSED**"
+    spread = f" (rounds {min(rounds):.2f}-{max(rounds):.2f})" if len(rounds) > 1 else ""
     return (
-        f"{shown}; p50 {top[1] / 1000:.2f} / {bottom[1] / 1000:.2f} ms, "
+        f"{shown}{spread}; p50 {top[1] / 1000:.2f} / {bottom[1] / 1000:.2f} ms, "
         f"p99 {top[2] / 1000:.2f} / {bottom[2] / 1000:.2f} ms",
         met,
     )
@@ -59,7 +63,11 @@ def target_text(ratio: Ratio, backends: list[str]) -> str:
 
 
 def ratio_table(results: Results, backends: list[str]) -> str:
-    head = ["ratio (req/s; p50 and p99 of each side)", *(NAMES[b] for b in backends), "target"]
+    head = [
+        "ratio (req/s, of each round; p50 and p99 of each side)",
+        *(NAMES[b] for b in backends),
+        "target",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for ratio in RATIOS:
         cells = [ratio_cell(results, b, ratio) for b in backends]
@@ -153,8 +161,9 @@ def write_results(
         "",
         f"Run of {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z} on {platform.node()} "
         f"({os.cpu_count()} cores, Python {platform.python_version()}), `{command(args)}`, "
-        f"{elapsed / 60:.1f} minutes; medians of {args.rounds} interleaved round"
-        f"{'s' * (args.rounds != 1)} of {args.duration:g} s, "
+        f"{elapsed / 60:.1f} minutes; {args.rounds} interleaved round"
+        f"{'s' * (args.rounds != 1)} of {args.duration:g} s (a ratio: the median of its "
+        "rounds' ratios; req/s and latencies: medians), "
         f"{args.workers} gunicorn workers, wrk {args.connections} connections"
         + (
             f", psycopg prepare_threshold {args.pg_prepare_threshold}"

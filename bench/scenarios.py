@@ -226,6 +226,16 @@ class Results:
         values = [r[metric] for r in self.runs.get((backend, key, impl), [])]
         return statistics.median(values) if values else None
 
+    def round_ratios(
+        self, backend: str, top: tuple[str, str], bottom: tuple[str, str]
+    ) -> list[float]:
+        """Requests/s of ``top`` over ``bottom`` in each round: the two ran in the same
+        round, seconds apart, so what drifts over a run (the machine's other load, the
+        database's caches) divides out."""
+        tops = self.runs.get((backend, *top), [])
+        bottoms = self.runs.get((backend, *bottom), [])
+        return [t["rps"] / b["rps"] for t, b in zip(tops, bottoms, strict=False)]
+
 
 # The scale step (bench/scale.py): what it runs, its targets (issue 32), its results.
 
