@@ -28,7 +28,10 @@ and p99 of both sides:
   is a gunicorn server of its own, up beside the first for the rounds, its runs in their
   turns as any other.
 
-After the rounds, on PostgreSQL, the propagation of a revocation under load (how long a
+After the rounds, on PostgreSQL, the instruments' cost in process (bench/instruments.py),
+which wrk on a shared machine cannot resolve to 2%: the main thread's CPU a request with
+the API alone and without instruments, in short blocks taken in turn, beside a control of
+the API alone against itself. Then the propagation of a revocation under load (how long a
 revoked token is still served: by SQL, from the commit; through the API, from the
 answer); then the webhooks: one ``manage.py db_worker`` delivers the events of mints
 to a receiver in the bench process; its throughput, and the lag from commit to arrival.
@@ -37,10 +40,10 @@ the read model's idle cost at 2 to 64 workers, the verifications that read the d
 under churn and CPU pressure, and a worker's memory with 10,000 tokens of a large group.
 
 Modules, one job each: run.py (the command), datasets.py and seed.py (the databases),
-driving.py (the server, wrk, the rounds), scenarios.py (what is measured), propagation.py
-and webhooks.py (the steps after the rounds), scale.py (the scale step, its own command
-too), profiling.py (``--profile``: py-spy on a worker), reporting.py (the tables,
-bench/RESULTS.md).
+driving.py (the server, wrk, the rounds), scenarios.py (what is measured),
+instruments.py, propagation.py and webhooks.py (the steps after the rounds), scale.py
+(the scale step, its own command too), profiling.py (``--profile``: py-spy on a
+worker), reporting.py (the tables, bench/RESULTS.md).
 """
 
 import time

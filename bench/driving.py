@@ -15,9 +15,21 @@ from typing import Any
 
 from bench import BENCH, OUT, log
 from bench.datasets import PG_URL, database_name, server_env
+from bench.instruments import BLOCKS, measure_instruments
 from bench.profiling import profile
 from bench.propagation import measure_propagation
-from bench.scenarios import API, LABELS, NONE, PROPAGATION, SDK, WEBHOOKS, Results, Run, runs_for
+from bench.scenarios import (
+    API,
+    INSTRUMENTS,
+    LABELS,
+    NONE,
+    PROPAGATION,
+    SDK,
+    WEBHOOKS,
+    Results,
+    Run,
+    runs_for,
+)
 from bench.webhooks import measure_webhooks
 from bench.workload import CONSTANT_RESPONSE, GET_BODY, MINT_BODY, MINT_BODY_END_USER
 from tests.support import ROOT
@@ -279,6 +291,8 @@ def measure_backend(
                     + (f"  ERRORS {result['errors']}" if result["errors"] else "")
                 )
         others.close()  # the steps after the rounds run beside the first server alone
+        if backend == "postgres" and (not args.only or INSTRUMENTS in args.only):
+            results.instruments = measure_instruments(secrets, 20 if args.smoke else BLOCKS)
         if backend == "postgres" and (not args.only or PROPAGATION in args.only):
             verify = next(r for r in runs_for(frozenset({"verify"})) if r.impl == "usergroups")
             load, load_env = server.wrk_command(verify, args, duration=600)

@@ -15,6 +15,7 @@ from bench.scenarios import (
     IDLE_COMMITS,
     IDLE_FLAT,
     IDLE_SLACK,
+    INSTRUMENTS_FLOOR,
     LABELS,
     LISTEN_CPU,
     LISTEN_CPU_AT,
@@ -117,6 +118,31 @@ def webhook_table(results: Results, backends: list[str]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def instruments_table(results: Results) -> str:
+    """bench/instruments.py's ratios; empty if it did not run."""
+    if not results.instruments:
+        return ""
+    lines = [
+        "| in process, main thread's CPU a request (PostgreSQL) | API alone / none | control:"
+        " API alone / API alone | blocks | target |",
+        "|---|---|---|---|---|",
+    ]
+
+    def cell(ratios: list[float]) -> str:
+        quartiles = statistics.quantiles(ratios)
+        return f"{statistics.median(ratios):.3f} (quartiles {quartiles[0]:.2f}-{quartiles[2]:.2f})"
+
+    for key, ratios in results.instruments["api"].items():
+        shown = cell(ratios)
+        if round(statistics.median(ratios), 2) < INSTRUMENTS_FLOOR:
+            shown = f"**{shown} MISSED**"
+        control = results.instruments["control"][key]
+        lines.append(
+            f"| {LABELS[key]} | {shown} | {cell(control)} | {len(ratios)} | >= {INSTRUMENTS_FLOOR} |"
+        )
+    return "\n".join(lines)
+
+
 def against_v03(results: Results, backends: list[str]) -> list[str]:
     """Create and rotation beside 0.3's figures (another run, another day: the ratios
     above, within one run, are what the target reads)."""
@@ -140,6 +166,7 @@ def summary(results: Results, backends: list[str]) -> str:
     """What a run prints: the ratios, the runs, create and rotation against 0.3."""
     parts = [ratio_table(results, backends), runs_table(results, backends)]
     parts.append(webhook_table(results, backends))
+    parts.append(instruments_table(results))
     parts.append("\n".join(against_v03(results, backends) + results.notes))
     return "\n\n".join(part for part in parts if part)
 
@@ -179,6 +206,8 @@ def write_results(
     ]
     if webhooks := webhook_table(results, backends):
         lines += [webhooks, ""]
+    if instruments := instruments_table(results):
+        lines += [instruments, ""]
     lines += [f"- {line}" for line in against_v03(results, backends) + results.notes]
     replace_section(MARK_BEGIN, MARK_END, [*lines, ""])
 

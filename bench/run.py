@@ -20,7 +20,16 @@ from bench.datasets import pg_available, prepare
 from bench.driving import measure_backend
 from bench.reporting import command, scale_summary, summary, write_results, write_scale_results
 from bench.scale import measure_scale
-from bench.scenarios import PROPAGATION, RUNS, SCALE, SCALE_SMOKE, WEBHOOKS, Plan, Results
+from bench.scenarios import (
+    INSTRUMENTS,
+    PROPAGATION,
+    RUNS,
+    SCALE,
+    SCALE_SMOKE,
+    WEBHOOKS,
+    Plan,
+    Results,
+)
 
 SCENARIOS = frozenset({run.key for run in RUNS})
 
@@ -52,9 +61,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS, PROPAGATION, SCALE}),
+        type=lambda text: keys(text, SCENARIOS | {WEBHOOKS, PROPAGATION, INSTRUMENTS, SCALE}),
         default=frozenset(),
-        help="scenarios (get, verify, mint, create, rotate, webhooks, propagation, scale), "
+        help="scenarios (get, verify, mint, create, rotate, webhooks, propagation, instruments, "
+        "scale), "
         "e.g. get,verify: an A/B check of those alone; writes nothing",
     )
     parser.add_argument(

@@ -95,6 +95,11 @@ LABELS = {
 WEBHOOKS = "webhooks"
 PROPAGATION = "propagation"
 SCALE = "scale"
+# bench/instruments.py (PostgreSQL, after the rounds): the instruments' cost in process.
+INSTRUMENTS = "instruments"
+#: Issue 34: with the API alone, each of get, verification and the mint at least this
+#: share of its throughput without instruments.
+INSTRUMENTS_FLOOR = 0.98
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,9 @@ class Results:
     runs: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
     # (backend, "burst" or "steady") -> bench/webhooks.py's figures
     webhooks: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    # bench/instruments.py's ratio of each block, "api" (API alone / none) and "control"
+    # (API alone / API alone) -> scenario -> ratios
+    instruments: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def add(self, backend: str, run: Run, result: dict[str, Any]) -> None:
