@@ -1,18 +1,20 @@
 """The instruments' cost in process (issue 34), where wrk cannot resolve it: on a shared
 2-core machine a row's rounds spread over 10% and more, and the target is 2%.
 
-Two processes of the bench site on PostgreSQL's seeded database, one as the app ships
+Three processes of the bench site on PostgreSQL's seeded database: two as the app ships
 (the OpenTelemetry API alone, no SDK) and one without instruments
 (bench/site/no_telemetry.py, as the ``uninstrumented`` server). Each serves the get, the
 verification and the mint through Django's test client (the whole of Django, DRF and the
-app, no socket); the parent has them time a block of each in turn, the order swapped
-every other block, and compares the main thread's CPU a request (the listener's thread
-and the database are left out, so the instruments' share is if anything larger than in a
-served request). A ratio is the median of the blocks' ratios, as throughput: without
-instruments / with them.
+app, no socket); the parent has them time a block of each in turn, each first in turn,
+and compares the main thread's CPU a request (the listener's thread and the database are
+left out, so the instruments' share is if anything larger than in a served request). A
+ratio is the median of the blocks' ratios, as throughput: without instruments / with
+them, beside the control, the second process with the API / the first.
 
-``python -m bench.instruments`` runs it alone on a seeded database (``make bench`` runs it
-after the rounds); ``--child`` is one of the two processes.
+``make bench`` runs it after the rounds, beside the server that beats for the database
+(bench/driving.py), so that no measured process beats; ``BENCH_ARGS="--backends postgres
+--only instruments"`` runs it alone. ``python -m bench.instruments`` is one of the
+processes.
 """
 
 import importlib
@@ -22,13 +24,13 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import IO, Any
 
 from bench import log
 from bench.datasets import server_env
 from bench.scenarios import NONE
 from tests.support import ROOT
+from tests.support.read_model import until_trusted
 
 SCENARIOS = ("get", "verify", "mint")
 BLOCKS = 300
@@ -44,7 +46,7 @@ def measure_instruments(
 
     def start(telemetry: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "bench.instruments", "--child"],
+            [sys.executable, "-m", "bench.instruments"],
             cwd=ROOT,
             env={
                 **server_env("postgres"),
@@ -56,12 +58,8 @@ def measure_instruments(
             text=True,
         )
 
-    # One more process wants memory all along, and so beats for the database if nobody
-    # does yet, as the bench's beating server does: no measured process carries the beat.
-    beater = start(NONE)
     children = {"api": start("api"), "api again": start("api"), NONE: start(NONE)}
     try:
-        _ask(beater, "beat")
         for child in children.values():
             _ask(child, "warm")
         ratios: dict[str, dict[str, list[float]]] = {
@@ -84,7 +82,7 @@ def measure_instruments(
         )
         return ratios
     finally:
-        for child in (beater, *children.values()):
+        for child in children.values():
             child.kill()
             child.wait()
 
@@ -127,14 +125,13 @@ def child(orders: IO[str], answers: IO[str]) -> None:
         "mint": lambda: call("POST", "/api/user/embed-token", key, MINT_BODY),
     }
     for order in orders:
-        if order.strip() == "beat":
-            answers.write("{}\n")
-            answers.flush()
-            beat_for_everyone(requests["verify"])
         cpu = {}
         for scenario in SCENARIOS:
             count = REQUESTS[scenario] * (20 if order.strip() == "warm" else 1)
-            trusted_again(requests[scenario])
+            # After the others' turns the read model is idle, and hears the beat again
+            # before memory answers: not what is measured.
+            requests[scenario]()
+            until_trusted(2)
             started = time.thread_time()
             for _ in range(count):
                 requests[scenario]()
@@ -143,43 +140,5 @@ def child(orders: IO[str], answers: IO[str]) -> None:
         answers.flush()
 
 
-def beat_for_everyone(request: Callable[[], object]) -> None:
-    """Want memory from now on: this process beats (it is the first to want it), the
-    others only listen."""
-    from usergroups.read_model import process_listener
-
-    request()
-    while True:
-        process_listener().trusted()
-        time.sleep(0.005)
-
-
-def trusted_again(request: Callable[[], object], seconds: float = 2) -> None:
-    """After the other process's turn this one's read model is idle and must hear the
-    beat again before memory answers (usergroups.read_model.listening): not what is
-    measured, so each block starts once it does."""
-    from usergroups.read_model import process_listener
-
-    deadline = time.monotonic() + seconds
-    request()
-    while not process_listener().trusted() and time.monotonic() < deadline:
-        time.sleep(0.005)
-    request()
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--child"]:
-        child(sys.stdin, sys.stdout)
-    else:
-        from bench.datasets import pg_available, prepare
-
-        if not pg_available():
-            sys.exit("PostgreSQL is not reachable")
-        found = measure_instruments(prepare("postgres", 50))
-        for side, scenarios in found.items():
-            for scenario, ratios in scenarios.items():
-                print(
-                    f"{side} {scenario}: median {statistics.median(ratios):.3f}, "
-                    f"quartiles {statistics.quantiles(ratios)[0]:.2f}-"
-                    f"{statistics.quantiles(ratios)[2]:.2f}"
-                )
+    child(sys.stdin, sys.stdout)

@@ -360,23 +360,16 @@ def span(name: str, **attributes: AttributeValue) -> Iterator[Span]:
     host traces Django), each keyword an attribute ``usergroups.<keyword>``. An exception
     ends it with an error status and ``error.type``, never its message (which might
     quote what it was given)."""
-    if _no_sdk():
-        yield trace.get_current_span()
-        return
     named = {f"usergroups.{key}": value for key, value in attributes.items()}
     with _span(name, named, SpanKind.INTERNAL) as opened:
         yield opened
 
 
-def _no_sdk() -> bool:
-    """No SDK set yet: the API's span would be the current one again (recording
-    nothing), attached to the context and detached on every mint for nothing."""
-    return isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-
-
 @contextmanager
 def _span(name: str, attributes: Mapping[str, AttributeValue], kind: SpanKind) -> Iterator[Span]:
-    if _no_sdk():
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No SDK set yet: the API's span would be the current one again (recording
+        # nothing), attached to the context and detached on every mint for nothing.
         yield trace.get_current_span()
         return
     with tracer.start_as_current_span(
