@@ -12,6 +12,7 @@ import contextlib
 import copy
 import functools
 import io
+import itertools
 import json
 import os
 import shutil
@@ -386,16 +387,45 @@ def test_a_mint_writes_its_event_and_reads_nothing_once_read(site) -> None:
 
 @on_postgresql
 @pytest.mark.slow
-def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
+def test_a_stopped_listener_cannot_fill_the_notification_queue(site, caplog) -> None:
     """A process that stops reading (SIGSTOP) while notifications keep coming: once the
     server's queue holds more than the limit, the beat ends the stopped one's connection,
-    and the queue empties; a live listener, busy reading the same flood, is left alone."""
-    remembered_token(*site)
-    live = extra_listener()
-    assert until(live.trusted)
-    (live_backend,) = set(listener_backends()) - {
-        pid for pid, *_ in listening_sessions() if pid in beaters()
-    }
+    and the queue empties; a live listener, reading the same flood more slowly than the
+    guard waits, is left alone, though it beats (the beat, taken between its reads, finds
+    its own session blocked on its client every time)."""
+    heard = itertools.count(1)
+
+    def slowly(change, entries) -> None:
+        if next(heard) % 1000 == 0:
+            time.sleep(0.03)
+
+    live = extra_listener(slowly)
+    try:
+        with wanting_all_along(live):
+            deadline = time.monotonic() + 10
+            while not live.beating and time.monotonic() < deadline:
+                for pid in beaters():  # another process's: the beat moves to the live one
+                    outside_sql("SELECT pg_terminate_backend(%s)", pid)
+                time.sleep(0.5)
+            assert live.beating and until(live.trusted)
+            (live_backend,) = beaters()
+            stopped_backend = flood_past_a_stopped_listener()
+            # Its session left alone, the live listener still has what is left of the
+            # flood to read before it hears a beat: many seconds.
+            assert live_backend in listener_backends() and until(live.trusted, 60)
+    finally:
+        live.stop()
+    ended = [
+        record.args[0]
+        for record in caplog.records
+        if record.name == listening.__name__ and record.msg.startswith("Ending")
+    ]
+    assert ended == [stopped_backend]
+
+
+def flood_past_a_stopped_listener() -> int:
+    """A listener of another process, stopped (SIGSTOP), and a million notifications: its
+    session (the pid returned) is ended, and the queue empties."""
     settings = connection.settings_dict
     stopped = subprocess.Popen(
         [
@@ -406,7 +436,7 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
             f" host={settings['HOST']!r}, port={settings['PORT'] or 5432},"
             f" autocommit=True, application_name={listening.APPLICATION_NAME!r});"
             f"c.execute('LISTEN {listening.CHANNEL}'); print(c.info.backend_pid, flush=True);"
-            "time.sleep(120)",
+            "time.sleep(150)",
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -429,11 +459,8 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site) -> None:
         while queue_usage() >= listening.QUEUE_USAGE_LIMIT and time.monotonic() < deadline:
             time.sleep(0.2)
         assert queue_usage() < listening.QUEUE_USAGE_LIMIT
-        # Its session left alone, the live listener still has what is left of the flood
-        # to read before it hears a beat: on a busy machine, many seconds.
-        assert live_backend in listener_backends() and until(live.trusted, 60)
+        return backend
     finally:
-        live.stop()
         os.kill(stopped.pid, signal.SIGCONT)
         stopped.kill()
         stopped.wait(10)
@@ -588,9 +615,9 @@ def beaters() -> list[int]:
         return [pid for (pid,) in cursor.fetchall()]
 
 
-def extra_listener() -> listening.Listener:
+def extra_listener(forgot=None) -> listening.Listener:
     """One more process's listener (its own memory and connections), started."""
-    listener = listening.Listener(read_model.connect, Memory(100, 2**20))
+    listener = listening.Listener(read_model.connect, Memory(100, 2**20), forgot)
     listener.start()
     return listener
 

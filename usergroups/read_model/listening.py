@@ -94,10 +94,13 @@ RECONNECT_SECONDS = 0.5
 #: The share of the server's notification queue in use past which the beat looks for
 #: listening sessions that stopped reading.
 QUEUE_USAGE_LIMIT = 0.001
-#: How long a listening session is seen blocked on its client at every beat, while the
-#: queue does not shrink, before it is ended. A live listener reading a flood is blocked
-#: too, often at every beat, but only as long as it takes to read it (the queue is 8 GB:
-#: at 100,000 notifications a second this is a few hundred MB of it).
+#: How long a listening session is seen blocked on its client at every beat, in one and the
+#: same read of the queue, while the queue does not shrink, before it is ended. A live
+#: listener reading a flood is blocked too, often at every beat, but its server process
+#: reads the queue in turns, each in a transaction of its own with a snapshot of its own:
+#: a new snapshot is a new read, and its time starts again. One session is ended at a
+#: time, the one whose read is oldest; the others' time starts again, as the queue may now
+#: shrink (the queue is 8 GB: at 100,000 notifications a second this is a few hundred MB).
 STOPPED_READER_SECONDS = 30.0
 #: A beater's clock behind this one's by more than this: its beats are never fresh
 #: enough to trust (failing closed, never open, on a skewed clock).
@@ -112,12 +115,14 @@ HEARD_KEPT = 10_000
 DRAIN_AT_MOST = 2_000
 
 # What the beater looks at each time: the listening sessions blocked on their client
-# while the queue is over its limit, the queue's usage, and whether some process holds
+# while the queue is over its limit (each with the xmin of the read it is in, the oldest
+# read first), the queue's usage, and whether some process holds
 # BUSY_LOCK (shared): the exclusive lock, tried for this statement's transaction alone, is
 # refused (cheaper than reading pg_locks).
 _LOOK = (
-    "SELECT CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT pid FROM"
-    " pg_stat_activity WHERE application_name = %s AND wait_event = 'ClientWrite') END,"
+    "SELECT CASE WHEN pg_notification_queue_usage() > %s THEN ARRAY(SELECT"
+    " ARRAY[pid, backend_xmin::text::bigint] FROM pg_stat_activity WHERE application_name = %s"
+    " AND wait_event = 'ClientWrite' ORDER BY age(backend_xmin) DESC NULLS LAST) END,"
     " pg_notification_queue_usage(), NOT pg_try_advisory_xact_lock(%s)"
 )
 #: The beat: the same look, and the notification.
@@ -168,7 +173,8 @@ class Listener:
         self._next_beat = 0.0
         self._next_attempt = 0.0
         self._attempt_backoff = TAKE_OVER_SECONDS
-        self._blocked_since: dict[int, tuple[float, float]] = {}  # pid: (when, usage then)
+        # (pid, xmin of its read): (since when, the queue's usage then)
+        self._blocked_since: dict[tuple[int, int | None], tuple[float, float]] = {}
         self._last_heard = time.monotonic()  # anything at all
         # A statement ran on the listening connection since the last read: psycopg keeps
         # the notifications that came with its result for the next notifies().
@@ -430,28 +436,37 @@ class Listener:
         self._next_beat = now + (BEAT_SECONDS if self._wanted_anywhere() else LOOK_SECONDS)
         self._end_stopped_readers(now, row[0], row[1])
 
-    def _end_stopped_readers(self, now: float, blocked: list[int] | None, usage: float) -> None:
-        """Only while the queue holds more than its limit: end a listening session blocked
-        on its client at every beat for :data:`STOPPED_READER_SECONDS` while the queue did
-        not shrink (a live one reads it, and the queue shrinks once the flood ends)."""
+    def _end_stopped_readers(
+        self, now: float, blocked: list[list[Any]] | None, usage: float
+    ) -> None:
+        """Only while the queue holds more than its limit: end the listening session blocked
+        on its client at every beat, in one read, for :data:`STOPPED_READER_SECONDS` while
+        the queue did not shrink (a live one goes on to a new read, and the queue shrinks
+        once the flood ends); one at a time, the oldest read first."""
         if not blocked:
             self._blocked_since.clear()
             return
-        self._blocked_since = {pid: self._blocked_since.get(pid, (now, usage)) for pid in blocked}
-        for pid, (since, usage_then) in list(self._blocked_since.items()):
-            if now - since >= STOPPED_READER_SECONDS and usage >= usage_then:
-                logger.warning(
-                    "Ending listening session %s: it stopped reading while the notification"
-                    " queue fills",
-                    pid,
-                )
-                try:
-                    self._beat_connection.execute("SELECT pg_terminate_backend(%s)", (pid,))
-                except Exception as error:
-                    with self._lock:
-                        self._step_down(f"it could not end a stopped reader ({error})")
-                    return
-                del self._blocked_since[pid]
+        reads = [(pid, xmin) for pid, xmin in blocked]  # [pid, xmin of its read]
+        self._blocked_since = {read: self._blocked_since.get(read, (now, usage)) for read in reads}
+        stopped = [
+            read
+            for read, (since, usage_then) in self._blocked_since.items()
+            if now - since >= STOPPED_READER_SECONDS and usage >= usage_then
+        ]
+        if not stopped:
+            return
+        pid = min(stopped, key=lambda read: self._blocked_since[read][0])[0]
+        logger.warning(
+            "Ending listening session %s: it stopped reading while the notification queue fills",
+            pid,
+        )
+        try:
+            self._beat_connection.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        except Exception as error:
+            with self._lock:
+                self._step_down(f"it could not end a stopped reader ({error})")
+            return
+        self._blocked_since = {read: (now, usage) for read in reads if read[0] != pid}
 
     def _step_down(self, why: str) -> None:
         """Stop beating (the lock goes with the listening session's unlock, or its end)."""
