@@ -399,15 +399,11 @@ def test_a_stopped_listener_cannot_fill_the_notification_queue(site, caplog) -> 
         if next(heard) % 1000 == 0:
             time.sleep(0.03)
 
-    live = extra_listener(slowly)
+    made: list[psycopg.Connection] = []
+    live = extra_listener(slowly, made)
     try:
         with wanting_all_along(live):
-            deadline = time.monotonic() + 10
-            while not live.beating and time.monotonic() < deadline:
-                for pid in beaters():  # another process's: the beat moves to the live one
-                    outside_sql("SELECT pg_terminate_backend(%s)", pid)
-                time.sleep(0.5)
-            assert live.beating and until(live.trusted)
+            assert beats_instead_of_others(live, made) and until(live.trusted)
             (live_backend,) = beaters()
             stopped_backend = flood_past_a_stopped_listener()
             # Its session left alone, the live listener still has what is left of the
@@ -615,11 +611,30 @@ def beaters() -> list[int]:
         return [pid for (pid,) in cursor.fetchall()]
 
 
-def extra_listener(forgot=None) -> listening.Listener:
-    """One more process's listener (its own memory and connections), started."""
-    listener = listening.Listener(read_model.connect, Memory(100, 2**20), forgot)
+def extra_listener(forgot=None, made: list | None = None) -> listening.Listener:
+    """One more process's listener (its own memory and connections), started; ``made``
+    gets the connections it makes (the listening one first)."""
+
+    def connect(application_name: str) -> psycopg.Connection:
+        opened = read_model.connect(application_name)
+        if made is not None:
+            made.append(opened)
+        return opened
+
+    listener = listening.Listener(connect, Memory(100, 2**20), forgot)
     listener.start()
     return listener
+
+
+def beats_instead_of_others(listener: listening.Listener, made: list) -> bool:
+    """``listener``, wanting memory, takes the beat over: any other session holding the
+    beat's lock is ended until it beats (``made``: its connections, spared)."""
+    deadline = time.monotonic() + 10
+    while not listener.beating and time.monotonic() < deadline:
+        for pid in set(beaters()) - {own.info.backend_pid for own in made}:
+            outside_sql("SELECT pg_terminate_backend(%s)", pid)
+        time.sleep(0.05)
+    return listener.beating
 
 
 @on_postgresql
@@ -667,21 +682,11 @@ def test_the_beat_is_parsed_once_and_planned_once(site) -> None:
     statement, reused with a generic plan (Django turns psycopg's preparing off, and the
     beat's look at pg_stat_activity is a large view to parse and plan each time)."""
     made: list[psycopg.Connection] = []
-
-    def connect(application_name: str) -> psycopg.Connection:
-        made.append(read_model.connect(application_name))
-        return made[-1]
-
-    listener = listening.Listener(connect, Memory(100, 2**20))
-    listener.start()
+    listener = extra_listener(made=made)
     try:
         assert until(lambda: listener.listening)
         with wanting_all_along(listener):
-            deadline = time.monotonic() + 5
-            while not listener.beating and time.monotonic() < deadline:
-                for pid in set(beaters()) - {made[0].info.backend_pid}:  # another beats
-                    outside_sql("SELECT pg_terminate_backend(%s)", pid)
-                time.sleep(0.05)
+            beats_instead_of_others(listener, made)
             assert until(listener.trusted)
             time.sleep(0.5)
         (beat,) = made[1:]  # the listening connection, then the beat's
